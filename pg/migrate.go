@@ -1,0 +1,112 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	qsql "github.com/queengo/queengo/sql"
+)
+
+// migrateLockKey is the advisory lock that serialises migrations, so two
+// broker processes starting together cannot race (any constant works; this
+// one spells "queengo" in hex-ish).
+const migrateLockKey = 0x717565656e676f
+
+// Migration is one embedded migration file.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations lists the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	files, err := fs.Glob(qsql.Migrations, "migrations/*.up.sql")
+	if err != nil {
+		return nil, fmt.Errorf("error listing migrations: %w", err)
+	}
+	var out []Migration
+	for _, f := range files {
+		base := strings.TrimSuffix(strings.TrimPrefix(f, "migrations/"), ".up.sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration file %q is not named NNN_name.up.sql", f)
+		}
+		body, err := fs.ReadFile(qsql.Migrations, f)
+		if err != nil {
+			return nil, fmt.Errorf("error reading migration %q: %w", f, err)
+		}
+		out = append(out, Migration{Version: v, Name: name, SQL: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i := range out {
+		if out[i].Version != i+1 {
+			return nil, fmt.Errorf("migrations are not numbered 1..n: found %d at position %d", out[i].Version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// Migrate applies every embedded migration not yet applied, each in its own
+// transaction, under a session advisory lock. It returns the versions applied.
+func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	migs, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var applied []int
+	err = s.withConn(ctx, func(c *pgxpool.Conn) error {
+		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
+			return fmt.Errorf("error taking migration lock: %w", err)
+		}
+		defer func() {
+			_, _ = c.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockKey))
+		}()
+		if _, err := c.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS queen;
+CREATE TABLE IF NOT EXISTS queen.schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return fmt.Errorf("error creating schema_migrations: %w", err)
+		}
+		done := map[int]bool{}
+		rows, err := c.Query(ctx, "SELECT version FROM queen.schema_migrations")
+		if err != nil {
+			return fmt.Errorf("error reading schema_migrations: %w", err)
+		}
+		versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return fmt.Errorf("error reading schema_migrations: %w", err)
+		}
+		for _, v := range versions {
+			done[int(v)] = true
+		}
+		for _, m := range migs {
+			if done[m.Version] {
+				continue
+			}
+			err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, m.SQL); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, "INSERT INTO queen.schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("error applying migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			applied = append(applied, m.Version)
+		}
+		return nil
+	})
+	return applied, err
+}

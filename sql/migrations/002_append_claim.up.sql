@@ -1,0 +1,252 @@
+-- 002: the two hot statements. Each is one round trip and one implicit
+-- transaction; the broker pipelines several of them when it can.
+
+-- append_segment writes one coalesced segment to a partition. The broker has
+-- already removed duplicates inside the batch; this removes the ones already
+-- stored. Offsets are assigned under the partition row's lock, so they are
+-- contiguous and gap-free even with several broker processes (D1). Returns, per
+-- input position, the id of the stored message the item duplicates, or NULL
+-- when the item was written.
+CREATE FUNCTION queen.append_segment(
+    p_partition uuid,
+    p_txids     text[],
+    p_msgids    uuid[],
+    p_frames    bytea[]
+) RETURNS uuid[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_head bigint;
+    v_last timestamptz;
+    v_ts   timestamptz;
+    v_dup  uuid[];
+    v_n    integer;
+BEGIN
+    SELECT p.head, p.last_write_at INTO v_head, v_last
+      FROM queen.partitions p WHERE p.id = p_partition FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'partition % not found', p_partition USING ERRCODE = 'QG404';
+    END IF;
+
+    SELECT array_agg(x.message_id ORDER BY t.ord), count(*) FILTER (WHERE x.message_id IS NULL)
+      INTO v_dup, v_n
+      FROM unnest(p_txids) WITH ORDINALITY AS t(txid, ord)
+      LEFT JOIN queen.txids x ON x.partition_id = p_partition AND x.transaction_id = t.txid;
+
+    IF v_n = 0 THEN
+        RETURN v_dup;
+    END IF;
+
+    -- The segment's time is taken after the lock, and never goes backwards
+    -- within a partition, so createdAt orders segments (pop-routes.md).
+    v_ts := greatest(clock_timestamp(), coalesce(v_last, '-infinity'::timestamptz));
+
+    INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
+    SELECT p_partition, t.txid, v_head + row_number() OVER (ORDER BY t.ord), t.msgid
+      FROM unnest(p_txids, p_msgids) WITH ORDINALITY AS t(txid, msgid, ord)
+     WHERE v_dup[t.ord] IS NULL;
+
+    INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, frames)
+    SELECT p_partition, v_head + 1, v_head + v_n, v_ts, string_agg(f.frame, ''::bytea ORDER BY f.ord)
+      FROM unnest(p_frames) WITH ORDINALITY AS f(frame, ord)
+     WHERE v_dup[f.ord] IS NULL;
+
+    UPDATE queen.partitions SET head = v_head + v_n, last_write_at = v_ts WHERE id = p_partition;
+    RETURN v_dup;
+END;
+$$;
+
+-- seed_offset is the committed offset a (partition, group) starts from at first
+-- contact (D6): the oldest retained offset minus one, or, from a timestamp, the
+-- last offset of the last segment created before it.
+CREATE FUNCTION queen.seed_offset(p_partition uuid, p_head bigint, p_from timestamptz)
+RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT greatest(
+        coalesce((SELECT min(s.first_offset) - 1 FROM queen.segments s WHERE s.partition_id = p_partition), p_head),
+        CASE WHEN p_from IS NULL THEN 0 ELSE
+            coalesce((SELECT s.last_offset FROM queen.segments s
+                       WHERE s.partition_id = p_partition AND s.created_at < p_from
+                       ORDER BY s.first_offset DESC LIMIT 1), 0)
+        END)
+$$;
+
+-- claim serves one pop: it leases (or, with autoAck, commits) spans just past
+-- the group's cursor in up to p_max_parts partitions (0: no cap) within one
+-- message budget, and returns the segments that hold them, one row each, in
+-- delivery order. A final row with kind 'end' reports how many messages were
+-- taken and whether the budget or the partition cap ran out before every
+-- candidate was looked at (exhausted).
+--
+-- p_queue_ids lists the queues in scope, highest priority first; p_partition
+-- restricts the pop to one partition; p_candidates, when not NULL, restricts
+-- the search to the partitions the broker believes ready, so an idle or leased
+-- partition costs nothing. p_sub_mode is '' (not given), 'all' or 'new';
+-- p_sub_from is a parsed subscriptionFrom ('now' resolves to now()) or NULL.
+-- With p_min > 0 nothing is leased unless at least p_min messages are
+-- available: the 'end' row then reports the count (minPopWaitTime holds).
+CREATE FUNCTION queen.claim(
+    p_queue_ids     uuid[],
+    p_partition     uuid,
+    p_group         text,
+    p_batch         integer,
+    p_max_parts     integer,
+    p_lease_seconds integer,
+    p_auto_ack      boolean,
+    p_lease_id      uuid,
+    p_sub_mode      text,
+    p_sub_from      timestamptz,
+    p_candidates    uuid[],
+    p_min           integer
+) RETURNS TABLE (
+    kind           text,
+    partition_id   uuid,
+    partition_name text,
+    queue_name     text,
+    span_from      bigint,
+    span_to        bigint,
+    lease_ms       bigint,
+    first_offset   bigint,
+    created_at     text,
+    frames         bytea,
+    taken          bigint,
+    exhausted      boolean
+)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now       timestamptz := now();
+    v_budget    integer := greatest(p_batch, 1);
+    v_qid       uuid;
+    v_sub       record;
+    v_from      timestamptz;
+    v_intent    boolean := p_sub_mode <> '' OR p_sub_from IS NOT NULL;
+    r           record;
+    v_head      bigint;
+    v_take      bigint;
+    v_total     bigint := 0;
+    v_exhausted boolean := false;
+    v_pids      uuid[] := '{}';
+    v_froms     bigint[] := '{}';
+    v_ends      bigint[] := '{}';
+    v_leases    integer[] := '{}';
+    v_pnames    text[] := '{}';
+    v_qnames    text[] := '{}';
+    v_start     bigint;
+    i           integer;
+BEGIN
+    -- First contact: create the cursors this group lacks, seeded (D6). Queue
+    -- mode is never seeded: it always starts at the oldest retained message.
+    FOREACH v_qid IN ARRAY p_queue_ids LOOP
+        v_from := NULL;
+        IF p_group <> '__QUEUE_MODE__' THEN
+            SELECT s.mode, s.from_ts INTO v_sub
+              FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
+            IF FOUND THEN
+                v_from := v_sub.from_ts;
+            ELSIF v_intent THEN
+                v_from := CASE WHEN p_sub_from IS NOT NULL THEN p_sub_from
+                               WHEN p_sub_mode = 'new' THEN v_now END;
+                IF NOT EXISTS (SELECT 1 FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
+                                WHERE p.queue_id = v_qid AND c.consumer_group = p_group) THEN
+                    INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, from_ts)
+                    VALUES (v_qid, p_group,
+                            CASE WHEN p_sub_from IS NOT NULL THEN 'timestamp'
+                                 WHEN p_sub_mode = 'new' THEN 'new' ELSE 'all' END,
+                            v_from)
+                    ON CONFLICT DO NOTHING;
+                END IF;
+            END IF;
+        END IF;
+
+        INSERT INTO queen.cursors (partition_id, consumer_group, committed)
+        SELECT p.id, p_group, queen.seed_offset(p.id, p.head, v_from)
+          FROM queen.partitions p
+         WHERE p.queue_id = v_qid
+           AND (p_partition IS NULL OR p.id = p_partition)
+           AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
+           AND NOT EXISTS (SELECT 1 FROM queen.cursors c
+                            WHERE c.partition_id = p.id AND c.consumer_group = p_group)
+        ON CONFLICT DO NOTHING;
+    END LOOP;
+
+    -- Cut spans within the budget, partition by partition; partitions whose
+    -- backlog is all younger than delayedProcessing are passed over, so they
+    -- neither count toward the cap nor starve the others.
+    FOR r IN
+        SELECT c.partition_id AS pid, c.committed, p.name AS pname, p.head, q.name AS qname,
+               q.lease_time, q.delayed_processing
+          FROM queen.cursors c
+          JOIN queen.partitions p ON p.id = c.partition_id
+          JOIN queen.queues q ON q.id = p.queue_id
+         WHERE c.consumer_group = p_group
+           AND p.queue_id = ANY (p_queue_ids)
+           AND (p_partition IS NULL OR p.id = p_partition)
+           AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
+           AND p.head > c.committed
+           AND (c.lease_id IS NULL OR c.lease_expires_at <= v_now)
+           AND (c.not_before IS NULL OR c.not_before <= v_now)
+           AND (q.window_buffer <= 0 OR p.last_write_at <= v_now - make_interval(secs => q.window_buffer))
+         ORDER BY array_position(p_queue_ids, p.queue_id), c.last_consumed_at ASC NULLS FIRST
+           FOR UPDATE OF c SKIP LOCKED
+    LOOP
+        IF v_budget <= 0 OR (p_max_parts > 0 AND cardinality(v_pids) >= p_max_parts) THEN
+            v_exhausted := true;
+            EXIT;
+        END IF;
+        v_head := r.head;
+        IF r.delayed_processing > 0 THEN
+            SELECT s.last_offset INTO v_head FROM queen.segments s
+             WHERE s.partition_id = r.pid
+               AND s.created_at <= v_now - make_interval(secs => r.delayed_processing)
+             ORDER BY s.first_offset DESC LIMIT 1;
+            v_head := coalesce(v_head, 0);
+        END IF;
+        v_take := least(v_head - r.committed, v_budget);
+        CONTINUE WHEN v_take <= 0;
+
+        v_pids := v_pids || r.pid;
+        v_froms := v_froms || (r.committed + 1);
+        v_ends := v_ends || (r.committed + v_take);
+        v_leases := v_leases || CASE WHEN p_lease_seconds > 0 THEN p_lease_seconds
+                                     WHEN r.lease_time > 0 THEN r.lease_time ELSE 60 END;
+        v_pnames := v_pnames || r.pname;
+        v_qnames := v_qnames || r.qname;
+        v_budget := v_budget - v_take::integer;
+        v_total := v_total + v_take;
+    END LOOP;
+
+    IF p_min > 0 AND v_total < p_min THEN
+        RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+                            NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_exhausted;
+        RETURN;
+    END IF;
+
+    FOR i IN 1 .. cardinality(v_pids) LOOP
+        IF p_auto_ack THEN
+            UPDATE queen.cursors c
+               SET committed = v_ends[i], lease_id = NULL, lease_end = NULL, lease_expires_at = NULL,
+                   acked = '{}', total_consumed = c.total_consumed + (v_ends[i] - v_froms[i] + 1),
+                   last_consumed_at = v_now
+             WHERE c.partition_id = v_pids[i] AND c.consumer_group = p_group;
+        ELSE
+            UPDATE queen.cursors c
+               SET lease_id = p_lease_id, lease_end = v_ends[i],
+                   lease_expires_at = v_now + make_interval(secs => v_leases[i]),
+                   acked = '{}', last_consumed_at = v_now
+             WHERE c.partition_id = v_pids[i] AND c.consumer_group = p_group;
+        END IF;
+
+        SELECT coalesce(max(s.first_offset), v_froms[i]) INTO v_start FROM queen.segments s
+         WHERE s.partition_id = v_pids[i] AND s.first_offset <= v_froms[i];
+
+        RETURN QUERY
+        SELECT 'seg'::text, v_pids[i], v_pnames[i], v_qnames[i], v_froms[i], v_ends[i], v_leases[i] * 1000::bigint,
+               s.first_offset, to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), s.frames, NULL::bigint, NULL::boolean
+          FROM queen.segments s
+         WHERE s.partition_id = v_pids[i] AND s.first_offset >= v_start AND s.first_offset <= v_ends[i]
+         ORDER BY s.first_offset;
+    END LOOP;
+
+    RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+                        NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_exhausted;
+END;
+$$;

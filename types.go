@@ -1,0 +1,204 @@
+package queengo
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// QueueModeGroup is the reserved consumer group of a pop or ack that names
+// none: an ordinary cursor shared by every consumer that omits the group.
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// DefaultPartition is the partition of a push that names none, and the one
+// configure creates.
+const DefaultPartition = "Default"
+
+// MaxNameLen is the longest queue, partition or group name accepted, in bytes.
+const MaxNameLen = 255
+
+// MinPopWaitTimeMax clamps a queue's minPopWaitTime (ms).
+const MinPopWaitTimeMax = 60000
+
+// QueueOptions are a queue's settings, as stored in queen.queues.
+type QueueOptions struct {
+	LeaseTime                 int  `json:"leaseTime"`
+	RetryLimit                int  `json:"retryLimit"`
+	RetryDelay                int  `json:"retryDelay"`
+	Priority                  int  `json:"priority"`
+	MaxSize                   int  `json:"maxSize"`
+	TTL                       int  `json:"ttl"`
+	DeadLetterQueue           bool `json:"deadLetterQueue"`
+	DLQAfterMaxRetries        bool `json:"dlqAfterMaxRetries"`
+	DelayedProcessing         int  `json:"delayedProcessing"`
+	WindowBuffer              int  `json:"windowBuffer"`
+	RetentionSeconds          int  `json:"retentionSeconds"`
+	CompletedRetentionSeconds int  `json:"completedRetentionSeconds"`
+	RetentionEnabled          bool `json:"retentionEnabled"`
+	EncryptionEnabled         bool `json:"encryptionEnabled"`
+	MaxWaitTimeSeconds        int  `json:"maxWaitTimeSeconds"`
+	MinPopWaitTime            int  `json:"minPopWaitTime"`
+}
+
+// ConfigureDefaults are the options configure applies for every key a request
+// leaves out (configure is a full replace). They differ from the column
+// defaults of an implicitly created queue only in LeaseTime: 300 s against 60.
+func ConfigureDefaults() QueueOptions {
+	return QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
+}
+
+// Queue is one row of queen.queues.
+type Queue struct {
+	ID        uuid.UUID
+	Name      string
+	Namespace string
+	Task      string
+	Options   QueueOptions
+}
+
+// Frame is one message as stored inside a segment. On the read path Payload
+// aliases the segment bytes returned by the store.
+type Frame struct {
+	ID            uuid.UUID
+	TransactionID string
+	TraceID       uuid.UUID // zero when absent
+	ProducerSub   string    // empty when absent
+	Payload       []byte    // raw JSON, "null" when the push carried none
+}
+
+// PushItem is one validated item of a push request.
+type PushItem struct {
+	Queue     string
+	Partition string
+	Frame
+}
+
+// PushStatus is the outcome of one pushed item.
+type PushStatus string
+
+// Push outcomes, as they appear on the wire.
+const (
+	PushQueued    PushStatus = "queued"
+	PushDuplicate PushStatus = "duplicate"
+	PushFailed    PushStatus = "failed"
+)
+
+// PushResult is the outcome of one pushed item, in request order.
+type PushResult struct {
+	Status        PushStatus
+	TransactionID string
+	MessageID     uuid.UUID // the stored message's id; the winner's for a duplicate
+	PartitionID   uuid.UUID
+	TraceID       uuid.UUID
+	Error         string // set when Status is PushFailed
+}
+
+// SubscriptionMode values of a pop; SubscriptionUnset means the pop carried
+// none.
+const (
+	SubscriptionUnset = ""
+	SubscriptionAll   = "all"
+	SubscriptionNew   = "new"
+)
+
+// PopRequest is a parsed pop on any of the three routes.
+type PopRequest struct {
+	Queue        string // empty on the discovery route
+	Partition    string // set on the single-partition route only
+	Namespace    string // discovery scope
+	Task         string // discovery scope
+	Group        string // QueueModeGroup when the request named none
+	Batch        int
+	Partitions   int // 0 or less: no cap
+	Wait         bool
+	Timeout      time.Duration
+	LeaseSeconds int // 0: the queue's lease
+	AutoAck      bool
+	SubMode      string     // SubscriptionUnset, SubscriptionAll or SubscriptionNew
+	SubFrom      *time.Time // parsed subscriptionFrom; "now" is resolved by the store
+	SubFromNow   bool
+}
+
+// Discovery reports whether the request came through the namespace/task route.
+func (r *PopRequest) Discovery() bool { return r.Queue == "" }
+
+// Message is one delivered message.
+type Message struct {
+	Frame
+	CreatedAt   string // the segment's time, formatted by PostgreSQL
+	PartitionID uuid.UUID
+	Partition   string
+	Queue       string // not on the wire; lets discovery consumers' replies stay correct
+}
+
+// PopResult is what a pop delivered. An empty Messages means 204.
+type PopResult struct {
+	LeaseID           string // empty for autoAck
+	Messages          []Message
+	PartitionsClaimed int
+}
+
+// ClaimParams is one pop's claim (see queen.claim in sql/migrations): the store-level form of a PopRequest.
+type ClaimParams struct {
+	QueueIDs     []uuid.UUID // in scope, highest priority first
+	Partition    uuid.UUID   // uuid.Nil: any partition of the queues
+	Group        string
+	Batch        int
+	MaxParts     int // 0 or less: no cap
+	LeaseSeconds int // 0 or less: the queue's lease
+	AutoAck      bool
+	LeaseID      uuid.UUID
+	SubMode      string
+	SubFrom      *time.Time
+	SubFromNow   bool
+	Candidates   []uuid.UUID // nil: search every partition in scope
+	// Min, when positive, makes the claim take nothing unless at least Min
+	// messages are available (ClaimResult.Taken then reports how many).
+	Min int
+}
+
+// Span is the part of one partition a claim leased (or committed).
+type Span struct {
+	PartitionID uuid.UUID
+	Partition   string
+	Queue       string
+	From, To    int64 // offsets, inclusive
+	Lease       time.Duration
+}
+
+// ClaimResult is what one claim delivered.
+type ClaimResult struct {
+	Spans    []Span
+	Messages []Message
+	// Exhausted reports that the budget or the partition cap ran out before
+	// every candidate partition was looked at.
+	Exhausted bool
+	// Taken counts the messages claimed, or available when Min held them back.
+	Taken int
+}
+
+// Sentinel errors the store translates database failures into.
+var (
+	// ErrNotFound: the addressed row (queue, partition, message) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrPool: no database connection could be had within the acquire timeout.
+	ErrPool = errors.New("no database connection available")
+	// ErrTimeout: the statement ran past the configured statement timeout.
+	ErrTimeout = errors.New("statement timed out")
+	// ErrClosed: the broker is shutting down.
+	ErrClosed = errors.New("broker is shutting down")
+)
+
+// DeriveNamespaceTask splits a dotted queue name the way an implicitly created
+// queue gets its namespace and task (semantics Q-3): "orders" is namespace
+// "orders" and task "", "billing.invoice.v2" is "billing" and "invoice".
+func DeriveNamespaceTask(queue string) (namespace, task string) {
+	namespace, rest, found := strings.Cut(queue, ".")
+	if !found {
+		return namespace, ""
+	}
+	task, _, _ = strings.Cut(rest, ".")
+	return namespace, task
+}
