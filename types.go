@@ -189,6 +189,8 @@ var (
 	ErrTimeout = errors.New("statement timed out")
 	// ErrClosed: the broker is shutting down.
 	ErrClosed = errors.New("broker is shutting down")
+	// ErrCancelled: the client of a parked pop went away.
+	ErrCancelled = errors.New("client went away")
 )
 
 // DeriveNamespaceTask splits a dotted queue name the way an implicitly created

@@ -36,3 +36,12 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, pop
 	}
 	return nil
 }
+
+// TimeZone reports the session time zone PostgreSQL formats createdAt in.
+func (s *Store) TimeZone(ctx context.Context) (string, error) {
+	var tz string
+	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, "SHOW timezone").Scan(&tz)
+	})
+	return tz, err
+}

@@ -1,0 +1,288 @@
+// Package actors is the broker's concurrent core: a registry actor, one
+// supervising actor per queue (parked pops, backoff, minPopWaitTime holds,
+// the ready set of partitions, and the queue's partition writers), partition
+// writer actors that coalesce pushes into one segment per commit, and scope
+// actors for the discovery pop route. HTTP handlers call Broker methods, which
+// send messages to the actors and wait for their replies; the actors talk to
+// PostgreSQL only through the Store interface, on goroutines of their own, and
+// never block inside Receive.
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// Store is what the actors need from the database layer (package pg).
+type Store interface {
+	EnsureQueue(ctx context.Context, name string) (queengo.Queue, error)
+	QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error)
+	EnsurePartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
+	LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
+	Append(ctx context.Context, partition uuid.UUID, frames []queengo.Frame) ([]uuid.UUID, error)
+	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
+	PopMaintenance(ctx context.Context) (bool, error)
+}
+
+// Backoff is the long-poll re-check schedule of pop-routes.md: a parked pop
+// re-checks every Initial until Threshold consecutive checks came back empty,
+// then the interval grows by Multiplier per empty check up to Max. A wake
+// (a push in scope) resets it.
+type Backoff struct {
+	Initial    time.Duration
+	Threshold  int
+	Multiplier float64
+	Max        time.Duration
+}
+
+// Config configures a Broker.
+type Config struct {
+	Store   Store
+	Backoff Backoff
+	Logger  *slog.Logger
+	// ClaimsInFlight caps the claim statements one queue actor runs at once;
+	// each carries every pop that was ready when it started.
+	ClaimsInFlight int
+	// MaintenanceRefresh is how often the pop maintenance flag is re-read, so
+	// a switch made by another broker process takes effect here.
+	MaintenanceRefresh time.Duration
+}
+
+// Broker is the entry point of the actor tree.
+type Broker struct {
+	cfg      Config
+	log      *slog.Logger
+	system   *actor.ActorSystem
+	registry *actor.PID
+	queues   sync.Map // queue name -> *actor.PID
+	scopes   sync.Map // scopeKey -> *actor.PID
+
+	popMaintenance atomic.Bool
+	closing        atomic.Bool
+	stopRefresh    chan struct{}
+	refreshDone    chan struct{}
+}
+
+// New starts the actor system and the registry.
+func New(cfg Config) *Broker {
+	if cfg.ClaimsInFlight <= 0 {
+		cfg.ClaimsInFlight = 4
+	}
+	if cfg.MaintenanceRefresh <= 0 {
+		cfg.MaintenanceRefresh = time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{})}
+	// Proto.Actor logs every actor start at info level; keep its own lines to
+	// warnings and above.
+	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
+	b.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(levelFilter{min: slog.LevelWarn, h: actorLog.Handler()})
+	}))
+	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(b) }))
+	go b.refreshMaintenance()
+	return b
+}
+
+// Close releases every parked pop (they answer empty), refuses new pops and
+// stops the actor system. Pushes already handed to a writer finish first.
+func (b *Broker) Close() {
+	if b.closing.Swap(true) {
+		return
+	}
+	close(b.stopRefresh)
+	<-b.refreshDone
+	done := make(chan struct{})
+	b.system.Root.Send(b.registry, &releaseAll{done: done})
+	<-done
+}
+
+// Shutdown stops the actor system; call it after the HTTP server drained.
+func (b *Broker) Shutdown() { b.system.Shutdown() }
+
+func (b *Broker) refreshMaintenance() {
+	defer close(b.refreshDone)
+	t := time.NewTicker(b.cfg.MaintenanceRefresh)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.MaintenanceRefresh*5)
+		if on, err := b.cfg.Store.PopMaintenance(ctx); err == nil {
+			b.popMaintenance.Store(on)
+		}
+		cancel()
+		select {
+		case <-b.stopRefresh:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SetPopMaintenanceLocal records a pop maintenance switch this process made,
+// so it applies here at once rather than at the next refresh.
+func (b *Broker) SetPopMaintenanceLocal(on bool) { b.popMaintenance.Store(on) }
+
+// PopMaintenance reports the pop maintenance flag as this process sees it.
+func (b *Broker) PopMaintenance() bool { return b.popMaintenance.Load() }
+
+func (b *Broker) queuePID(name string) *actor.PID {
+	if pid, ok := b.queues.Load(name); ok {
+		return pid.(*actor.PID)
+	}
+	reply := make(chan *actor.PID, 1)
+	b.system.Root.Send(b.registry, &getQueue{name: name, reply: reply})
+	pid := <-reply
+	b.queues.Store(name, pid)
+	return pid
+}
+
+func (b *Broker) scopePID(k scopeKey) *actor.PID {
+	if pid, ok := b.scopes.Load(k); ok {
+		return pid.(*actor.PID)
+	}
+	reply := make(chan *actor.PID, 1)
+	b.system.Root.Send(b.registry, &getScope{key: k, reply: reply})
+	pid := <-reply
+	b.scopes.Store(k, pid)
+	return pid
+}
+
+// Push writes the items, grouped per partition into coalesced segments, and
+// returns one result per item in input order.
+func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
+	if b.closing.Load() {
+		return nil, queengo.ErrClosed
+	}
+	results := make([]queengo.PushResult, len(items))
+	byQueue := map[string][]int{}
+	var order []string
+	for i := range items {
+		q := items[i].Queue
+		if _, ok := byQueue[q]; !ok {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], i)
+	}
+	reply := make(chan pushDone, len(items))
+	parts := 0
+	for _, q := range order {
+		idx := byQueue[q]
+		byPart := map[string][]int{}
+		var porder []string
+		for _, i := range idx {
+			p := items[i].Partition
+			if _, ok := byPart[p]; !ok {
+				porder = append(porder, p)
+			}
+			byPart[p] = append(byPart[p], i)
+		}
+		pid := b.queuePID(q)
+		for _, p := range porder {
+			req := &appendReq{partition: p, reply: reply}
+			for _, i := range byPart[p] {
+				req.idx = append(req.idx, i)
+				req.frames = append(req.frames, items[i].Frame)
+			}
+			b.system.Root.Send(pid, req)
+			parts++
+		}
+	}
+	for range parts {
+		select {
+		case d := <-reply:
+			for k, i := range d.idx {
+				results[i] = d.results[k]
+			}
+		case <-ctx.Done():
+			// The writes go on; their replies land in the buffered channel.
+			return nil, ctx.Err()
+		}
+	}
+	return results, nil
+}
+
+// Pop serves one pop on any route. It returns an empty result for every case
+// pop-routes.md answers with a bare 204, and an error wrapping queengo.ErrPool
+// or queengo.ErrTimeout (or another store error) for the 500s. cancel closes
+// when the client went away; the pop is then dropped from the park.
+func (b *Broker) Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.PopResult, error) {
+	if b.closing.Load() {
+		return queengo.PopResult{}, nil
+	}
+	if b.popMaintenance.Load() {
+		// D11: park until the timeout first, so consume loops do not spin.
+		if req.Wait && req.Timeout > 0 {
+			t := time.NewTimer(req.Timeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-cancel:
+			}
+		}
+		return queengo.PopResult{}, nil
+	}
+	var pid *actor.PID
+	if req.Discovery() {
+		pid = b.scopePID(scopeKey{namespace: req.Namespace, task: req.Task})
+	} else {
+		pid = b.queuePID(req.Queue)
+	}
+	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
+	if req.Wait {
+		w.deadline = time.Now().Add(req.Timeout)
+	}
+	b.system.Root.Send(pid, w)
+	select {
+	case r := <-w.reply:
+		return r.res, r.err
+	case <-cancel:
+		b.system.Root.Send(pid, &cancelPop{w: w})
+		return queengo.PopResult{}, queengo.ErrCancelled
+	}
+}
+
+// QueueChanged tells the queue's actor that its row was created, replaced or
+// deleted by this process (configure, delete), so it reloads its settings.
+func (b *Broker) QueueChanged(name string, deleted bool) {
+	b.system.Root.Send(b.queuePID(name), &queueChanged{deleted: deleted})
+}
+
+// levelFilter drops records below min.
+type levelFilter struct {
+	min slog.Level
+	h   slog.Handler
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.h.Enabled(ctx, l)
+}
+func (f levelFilter) Handle(ctx context.Context, r slog.Record) error { return f.h.Handle(ctx, r) }
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{min: f.min, h: f.h.WithAttrs(a)}
+}
+func (f levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{min: f.min, h: f.h.WithGroup(n)}
+}
+
+func errText(err error) string {
+	switch {
+	case errors.Is(err, queengo.ErrPool):
+		return "database unavailable: no connection"
+	case errors.Is(err, queengo.ErrTimeout):
+		return "database statement timed out"
+	}
+	return fmt.Sprintf("write failed: %v", err)
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults, named after the environment variables that override them.
+const (
+	// PortDefault is the Queen protocol's port.
+	PortDefault = 6632
+	// HostDefault listens on every interface, as the reference server does.
+	HostDefault = "0.0.0.0"
+	// PoolSizeDefault: on a 2-core machine about 20 connections keep
+	// PostgreSQL busy; more only add contention (docs/benchmarks.md).
+	PoolSizeDefault = 20
+	// PopTimeoutDefault is the long-poll deadline when neither
+	// DEFAULT_TIMEOUT nor POP_DEFAULT_TIMEOUT_MS is set (pop-routes.md).
+	PopTimeoutDefault = 30 * time.Second
+	// PopWaitInitialDefault, PopWaitThresholdDefault, PopWaitMultiplierDefault
+	// and PopWaitMaxDefault are the long-poll re-check backoff of
+	// pop-routes.md.
+	PopWaitInitialDefault    = 100 * time.Millisecond
+	PopWaitThresholdDefault  = 3
+	PopWaitMultiplierDefault = 2.0
+	PopWaitMaxDefault        = time.Second
+	// PoolAcquireTimeoutDefault bounds the wait for a connection; past it a
+	// pop answers 500 {"error":"pool"}.
+	PoolAcquireTimeoutDefault = 5 * time.Second
+	// StatementTimeoutDefault cancels a statement running this long; a pop
+	// then answers 500 {"error":"pop failed"}.
+	StatementTimeoutDefault = 30 * time.Second
+	// ShutdownTimeoutDefault bounds graceful shutdown.
+	ShutdownTimeoutDefault = 30 * time.Second
+)
+
+// Config is everything the broker process is started with.
+type Config struct {
+	Host               string
+	Port               int
+	DatabaseURL        string
+	PoolSize           int
+	PoolAcquireTimeout time.Duration
+	StatementTimeout   time.Duration
+	PopTimeout         time.Duration
+	PopWaitInitial     time.Duration
+	PopWaitThreshold   int
+	PopWaitMultiplier  float64
+	PopWaitMax         time.Duration
+	ShutdownTimeout    time.Duration
+	LogLevel           slog.Level
+}
+
+// configError names the variable (or flag) whose value is invalid.
+type configError struct{ name, value, why string }
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("invalid %s=%q: %s", e.name, e.value, e.why)
+}
+
+// loadConfig fills a Config from the environment (the reference server's
+// variable names), then from flags, which win.
+func loadConfig(args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{
+		Host: HostDefault, Port: PortDefault, PoolSize: PoolSizeDefault,
+		PoolAcquireTimeout: PoolAcquireTimeoutDefault, StatementTimeout: StatementTimeoutDefault,
+		PopTimeout: PopTimeoutDefault, PopWaitInitial: PopWaitInitialDefault,
+		PopWaitThreshold: PopWaitThresholdDefault, PopWaitMultiplier: PopWaitMultiplierDefault,
+		PopWaitMax: PopWaitMaxDefault, ShutdownTimeout: ShutdownTimeoutDefault, LogLevel: slog.LevelInfo,
+	}
+	e := envReader{get: getenv}
+	if v := getenv("HOST"); v != "" {
+		c.Host = v
+	}
+	e.int("PORT", &c.Port)
+	c.DatabaseURL = getenv("DATABASE_URL")
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = urlFromParts(getenv)
+	}
+	e.int("DB_POOL_SIZE", &c.PoolSize)
+	e.millis("DB_POOL_ACQUIRE_TIMEOUT_MS", &c.PoolAcquireTimeout)
+	e.millis("DB_STATEMENT_TIMEOUT_MS", &c.StatementTimeout)
+	// DEFAULT_TIMEOUT wins over POP_DEFAULT_TIMEOUT_MS when both are set.
+	if getenv("DEFAULT_TIMEOUT") != "" {
+		e.millis("DEFAULT_TIMEOUT", &c.PopTimeout)
+	} else {
+		e.millis("POP_DEFAULT_TIMEOUT_MS", &c.PopTimeout)
+	}
+	e.millis("POP_WAIT_INITIAL_INTERVAL_MS", &c.PopWaitInitial)
+	e.int("POP_WAIT_BACKOFF_THRESHOLD", &c.PopWaitThreshold)
+	e.float("POP_WAIT_BACKOFF_MULTIPLIER", &c.PopWaitMultiplier)
+	e.millis("POP_WAIT_MAX_INTERVAL_MS", &c.PopWaitMax)
+	e.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
+	if v := getenv("LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			e.fail("LOG_LEVEL", v, "want debug, info, warn or error")
+		}
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+
+	fs := flag.NewFlagSet("queengo", flag.ContinueOnError)
+	fs.StringVar(&c.Host, "host", c.Host, "address to listen on (env HOST)")
+	fs.IntVar(&c.Port, "port", c.Port, "port to listen on (env PORT)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB)")
+	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "maximum PostgreSQL connections (env DB_POOL_SIZE)")
+	fs.DurationVar(&c.PoolAcquireTimeout, "pool-acquire-timeout", c.PoolAcquireTimeout, "wait for a pooled connection (env DB_POOL_ACQUIRE_TIMEOUT_MS)")
+	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS)")
+	fs.DurationVar(&c.PopTimeout, "pop-timeout", c.PopTimeout, "default long-poll timeout (env DEFAULT_TIMEOUT, else POP_DEFAULT_TIMEOUT_MS)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown bound (env SHUTDOWN_TIMEOUT_MS)")
+	level := fs.String("log-level", c.LogLevel.String(), "debug, info, warn or error (env LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, &configError{"-log-level", *level, "want debug, info, warn or error"}
+	}
+	if fs.NArg() > 0 && fs.Arg(0) != "migrate" {
+		return nil, fmt.Errorf("unknown command %q (want no command, or migrate)", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+// validate checks ranges and cross-field rules.
+func (c *Config) validate() error {
+	switch {
+	case c.Port < 1 || c.Port > 65535:
+		return &configError{"PORT", strconv.Itoa(c.Port), "want 1..65535"}
+	case c.PoolSize < 1:
+		return &configError{"DB_POOL_SIZE", strconv.Itoa(c.PoolSize), "want at least 1"}
+	case c.PoolAcquireTimeout <= 0:
+		return &configError{"DB_POOL_ACQUIRE_TIMEOUT_MS", c.PoolAcquireTimeout.String(), "want more than 0"}
+	case c.StatementTimeout < 0:
+		return &configError{"DB_STATEMENT_TIMEOUT_MS", c.StatementTimeout.String(), "want 0 (off) or more"}
+	case c.PopTimeout < 0:
+		return &configError{"DEFAULT_TIMEOUT", c.PopTimeout.String(), "want 0 or more"}
+	case c.PopWaitInitial <= 0:
+		return &configError{"POP_WAIT_INITIAL_INTERVAL_MS", c.PopWaitInitial.String(), "want more than 0"}
+	case c.PopWaitThreshold < 0:
+		return &configError{"POP_WAIT_BACKOFF_THRESHOLD", strconv.Itoa(c.PopWaitThreshold), "want 0 or more"}
+	case c.PopWaitMultiplier < 1:
+		return &configError{"POP_WAIT_BACKOFF_MULTIPLIER", strconv.FormatFloat(c.PopWaitMultiplier, 'g', -1, 64), "want 1 or more"}
+	case c.PopWaitMax < c.PopWaitInitial:
+		return &configError{"POP_WAIT_MAX_INTERVAL_MS", c.PopWaitMax.String(), "must not be shorter than POP_WAIT_INITIAL_INTERVAL_MS"}
+	case c.DatabaseURL == "":
+		return &configError{"DATABASE_URL", "", "required"}
+	}
+	return nil
+}
+
+// urlFromParts builds a URL from PG_HOST, PG_PORT, PG_USER, PG_PASSWORD and
+// PG_DB, with the reference server's defaults.
+func urlFromParts(getenv func(string) string) string {
+	or := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	u := url.URL{Scheme: "postgres", Host: or("PG_HOST", "localhost") + ":" + or("PG_PORT", "5432"), Path: "/" + or("PG_DB", "postgres")}
+	if p := getenv("PG_PASSWORD"); p != "" {
+		u.User = url.UserPassword(or("PG_USER", "postgres"), p)
+	} else {
+		u.User = url.User(or("PG_USER", "postgres"))
+	}
+	return u.String()
+}
+
+// envReader parses typed environment variables, keeping the first error.
+type envReader struct {
+	get func(string) string
+	err error
+}
+
+func (e *envReader) fail(name, value, why string) {
+	if e.err == nil {
+		e.err = &configError{name, value, why}
+	}
+}
+
+func (e *envReader) int(name string, dst *int) {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.fail(name, v, "not an integer")
+		return
+	}
+	*dst = n
+}
+
+func (e *envReader) millis(name string, dst *time.Duration) {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		e.fail(name, v, "want a whole number of milliseconds")
+		return
+	}
+	*dst = time.Duration(n) * time.Millisecond
+}
+
+func (e *envReader) float(name string, dst *float64) {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		e.fail(name, v, "not a number")
+		return
+	}
+	*dst = f
+}

@@ -1,0 +1,99 @@
+// Command queengo runs the broker: `queengo` serves the Queen MQ HTTP API,
+// `queengo migrate` applies the schema migrations and exits. Configuration
+// comes from the environment variables of the reference Queen server, and
+// flags override them (`queengo -h` lists them).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/queengo/queengo/actors"
+	qhttp "github.com/queengo/queengo/http"
+	"github.com/queengo/queengo/pg"
+)
+
+// version is reported by /health.
+const version = "0.1.0"
+
+func main() {
+	cfg, err := loadConfig(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queengo:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	migrateOnly := len(os.Args) > 1 && os.Args[len(os.Args)-1] == "migrate"
+	if err := run(cfg, log, migrateOnly); err != nil {
+		log.Error("queengo stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
+	ctx := context.Background()
+	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
+		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	applied, err := store.Migrate(mctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info("schema migrated", "applied", applied)
+	if migrateOnly {
+		return nil
+	}
+	if tz, err := store.TimeZone(ctx); err == nil && tz != "UTC" && tz != "Etc/UTC" {
+		log.Warn("the database session time zone is not UTC: createdAt values carry a literal Z and will be wrong", "timezone", tz)
+	}
+
+	broker := actors.New(actors.Config{Store: store, Logger: log, Backoff: actors.Backoff{
+		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
+		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
+	}})
+	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, Version: version, Logger: log}, broker, store)
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("error listening: %w", err)
+	}
+	log.Info("queengo listening", "addr", ln.Addr().String(), "pool_size", cfg.PoolSize)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case err := <-served:
+		return err
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	}
+	// Parked pops answer empty at once; in-flight pushes finish their
+	// segment writes before the server lets go of their connections.
+	broker.Close()
+	sctx, cancel := context.WithTimeout(ctx, cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown incomplete", "err", err)
+	}
+	broker.Shutdown()
+	log.Info("queengo stopped")
+	return nil
+}

@@ -1,0 +1,95 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// healthTimeout bounds the health check's SELECT 1.
+const healthTimeout = 2 * time.Second
+
+func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
+	c, cancel := context.WithTimeout(ctx, healthTimeout)
+	err := s.store.Ping(c)
+	cancel()
+	status, db, code := "healthy", "connected", fasthttp.StatusOK
+	if err != nil {
+		status, db, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
+	}
+	buf := append(make([]byte, 0, 256), `{"status":"`...)
+	buf = append(buf, status...)
+	buf = append(buf, `","database":"`...)
+	buf = append(buf, db...)
+	buf = append(buf, `","server":"queengo","worker_id":0,"version":`...)
+	buf = appendString(buf, s.cfg.Version)
+	buf = append(buf, `,"shared_state":{"enabled":false},"queen":{"worker_id":0,"status":"active"}}`...)
+	writeJSON(ctx, code, buf)
+}
+
+func (s *Server) handleDeleteQueue(ctx *fasthttp.RequestCtx) {
+	name, e := pathName(ctx, "queue")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	existed, err := s.store.DeleteQueue(ctx, name)
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	s.broker.QueueChanged(name, true)
+	buf := append(make([]byte, 0, 96), `{"deleted":true,"queue":`...)
+	buf = appendString(buf, name)
+	buf = append(buf, `,"existed":`...)
+	buf = appendBool(buf, existed)
+	buf = append(buf, '}')
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func (s *Server) writePopMaintenance(ctx *fasthttp.RequestCtx, on bool) {
+	buf := append(make([]byte, 0, 96), `{"popMaintenanceMode":`...)
+	buf = appendBool(buf, on)
+	msg := "Pop maintenance mode is OFF: pops are served"
+	if on {
+		msg = "Pop maintenance mode is ON: every pop answers 204"
+	}
+	buf = append(buf, `,"message":`...)
+	buf = appendString(buf, msg)
+	buf = append(buf, '}')
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func (s *Server) handleGetPopMaintenance(ctx *fasthttp.RequestCtx) {
+	on, err := s.store.PopMaintenance(ctx)
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	s.broker.SetPopMaintenanceLocal(on)
+	s.writePopMaintenance(ctx, on)
+}
+
+func (s *Server) handleSetPopMaintenance(ctx *fasthttp.RequestCtx) {
+	body := bytes.TrimSpace(ctx.PostBody())
+	if len(body) == 0 {
+		writeError(ctx, errEmptyBody)
+		return
+	}
+	var req struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Enabled == nil {
+		writeError(ctx, errEnabledRequired)
+		return
+	}
+	if err := s.store.SetPopMaintenance(ctx, *req.Enabled); err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	s.broker.SetPopMaintenanceLocal(*req.Enabled)
+	s.writePopMaintenance(ctx, *req.Enabled)
+}

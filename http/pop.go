@@ -1,0 +1,249 @@
+package http
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queengo/queengo"
+)
+
+// maxBatch caps one pop's message budget.
+const maxBatch = 10000
+
+// discoveryBody is the exact 400 of the discovery route without a scope.
+var discoveryBody = []byte(`{"success":false,"error":"namespace or task is required","messages":[]}`)
+
+// parsePop reads the query parameters shared by the three pop routes.
+func (s *Server) parsePop(args *fasthttp.Args, r *queengo.PopRequest) *apiError {
+	r.Batch = intArg(args, "batch", 1)
+	if r.Batch <= 0 {
+		r.Batch = 1
+	}
+	if r.Batch > maxBatch {
+		r.Batch = maxBatch
+	}
+	r.Partitions = intArg(args, "partitions", 1)
+	if r.Partitions < 0 {
+		r.Partitions = 0
+	}
+	r.Wait = boolArg(args, "wait")
+	r.Timeout = time.Duration(intArg(args, "timeout", int(s.cfg.PopTimeout/time.Millisecond))) * time.Millisecond
+	if r.Timeout < 0 {
+		r.Timeout = 0
+	}
+	if r.LeaseSeconds = intArg(args, "leaseSeconds", 0); r.LeaseSeconds < 0 {
+		r.LeaseSeconds = 0
+	}
+	r.AutoAck = boolArg(args, "autoAck")
+	r.Group = string(args.Peek("consumerGroup"))
+	if r.Group == "" {
+		r.Group = queengo.QueueModeGroup
+	} else if e := checkName("consumerGroup", r.Group); e != nil {
+		return e
+	}
+	switch string(args.Peek("subscriptionMode")) {
+	case "all":
+		r.SubMode = queengo.SubscriptionAll
+	case "new", "new-only":
+		r.SubMode = queengo.SubscriptionNew
+	}
+	if from := strings.TrimSpace(string(args.Peek("subscriptionFrom"))); from != "" {
+		if strings.EqualFold(from, "now") {
+			r.SubFromNow = true
+		} else if t, ok := parseTime(from); ok {
+			r.SubFrom = &t
+		}
+	}
+	return nil
+}
+
+// parseTime accepts the ISO-8601 forms clients send: RFC 3339 with or without
+// fractional seconds, a local date-time (taken as UTC) or a bare date.
+func parseTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func intArg(args *fasthttp.Args, key string, def int) int {
+	v := args.Peek(key)
+	if len(v) == 0 {
+		return def
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func boolArg(args *fasthttp.Args, key string) bool {
+	v := string(args.Peek(key))
+	return v == "true" || v == "1"
+}
+
+func (s *Server) handlePopPartition(ctx *fasthttp.RequestCtx) {
+	queue, e := pathName(ctx, "queue")
+	if e == nil {
+		var part string
+		if part, e = pathName(ctx, "partition"); e == nil {
+			s.pop(ctx, &queengo.PopRequest{Queue: queue, Partition: part})
+			return
+		}
+	}
+	writeError(ctx, *e)
+}
+
+func (s *Server) handlePopQueue(ctx *fasthttp.RequestCtx) {
+	queue, e := pathName(ctx, "queue")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	s.pop(ctx, &queengo.PopRequest{Queue: queue})
+}
+
+func (s *Server) handlePopDiscovery(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	r := &queengo.PopRequest{Namespace: string(args.Peek("namespace")), Task: string(args.Peek("task"))}
+	if r.Namespace == "" && r.Task == "" {
+		writeJSON(ctx, fasthttp.StatusBadRequest, discoveryBody)
+		return
+	}
+	s.pop(ctx, r)
+}
+
+func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
+	if e := s.parsePop(ctx.QueryArgs(), r); e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	var cancel <-chan struct{}
+	if r.Wait {
+		done := make(chan struct{})
+		defer close(done)
+		cancel = watchClient(ctx, done)
+	}
+	res, err := s.broker.Pop(r, cancel)
+	switch {
+	case err != nil && errors.Is(err, queengo.ErrPool):
+		writeError(ctx, errPool)
+	case err != nil:
+		if !errors.Is(err, queengo.ErrCancelled) {
+			s.log.Warn("pop failed", "queue", r.Queue, "err", err)
+		}
+		writeError(ctx, errPopFailed)
+	case len(res.Messages) == 0:
+		writeNoContent(ctx)
+	default:
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetContentType("application/json")
+		setCORS(ctx)
+		ctx.SetBody(appendPopResponse(make([]byte, 0, 256+len(res.Messages)*256), r, &res))
+	}
+}
+
+// writeNoContent is the bare 204 of an empty pop: no body, no Content-Type.
+func writeNoContent(ctx *fasthttp.RequestCtx) {
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	ctx.Response.ResetBody()
+	ctx.Response.Header.SetContentTypeBytes(nil)
+	setCORS(ctx)
+}
+
+// appendPopResponse writes the response of pop-routes.md; payloads are
+// copied as stored, never re-encoded.
+func appendPopResponse(buf []byte, r *queengo.PopRequest, res *queengo.PopResult) []byte {
+	first := &res.Messages[0]
+	buf = append(buf, `{"success":true,"queue":`...)
+	buf = appendString(buf, r.Queue)
+	buf = append(buf, `,"partition":`...)
+	buf = appendString(buf, first.Partition)
+	buf = append(buf, `,"partitionId":`...)
+	buf = appendUUID(buf, first.PartitionID)
+	buf = append(buf, `,"leaseId":`...)
+	buf = appendString(buf, res.LeaseID)
+	buf = append(buf, `,"consumerGroup":`...)
+	buf = appendString(buf, r.Group)
+	buf = append(buf, `,"messages":[`...)
+	for i := range res.Messages {
+		m := &res.Messages[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"id":`...)
+		buf = appendUUID(buf, m.ID)
+		buf = append(buf, `,"transactionId":`...)
+		buf = appendString(buf, m.TransactionID)
+		buf = append(buf, `,"traceId":`...)
+		buf = appendUUIDOrNull(buf, m.TraceID)
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, m.Payload...)
+		buf = append(buf, `,"producerSub":`...)
+		buf = appendStringOrNull(buf, m.ProducerSub)
+		buf = append(buf, `,"createdAt":`...)
+		buf = appendString(buf, m.CreatedAt)
+		buf = append(buf, `,"partitionId":`...)
+		buf = appendUUID(buf, m.PartitionID)
+		buf = append(buf, `,"partition":`...)
+		buf = appendString(buf, m.Partition)
+		buf = append(buf, `,"leaseId":`...)
+		buf = appendString(buf, res.LeaseID)
+		buf = append(buf, `,"consumerGroup":`...)
+		buf = appendString(buf, r.Group)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `],"partitionsClaimed":`...)
+	buf = appendInt(buf, res.PartitionsClaimed)
+	return append(buf, '}')
+}
+
+// clientCheckEvery is how often a parked long-poll looks whether its client
+// hung up, so a dead client leaves the park within about this long.
+const clientCheckEvery = 500 * time.Millisecond
+
+// watchClient returns a channel that closes when the client of a parked pop
+// closes its connection. It peeks at the socket (MSG_PEEK), so a pipelined
+// next request is left unread for the server.
+func watchClient(ctx *fasthttp.RequestCtx, done <-chan struct{}) <-chan struct{} {
+	sc, ok := ctx.Conn().(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	gone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(clientCheckEvery)
+		defer t.Stop()
+		var b [1]byte
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			closed := false
+			_ = raw.Read(func(fd uintptr) bool {
+				n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+				closed = n == 0 && err == nil || err != nil && err != syscall.EAGAIN && err != syscall.EINTR
+				return true
+			})
+			if closed {
+				close(gone)
+				return
+			}
+		}
+	}()
+	return gone
+}

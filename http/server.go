@@ -1,0 +1,126 @@
+// Package http is the broker's HTTP face: the fasthttp router, request
+// parsing and validation, JSON encoding and status codes of the Queen MQ
+// protocol (shared/spec/api.md, pop-routes.md). Handlers hold no SQL: they
+// call the actor tree (package actors) and, for the few administrative
+// routes, a Store interface that package pg satisfies.
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queengo/queengo"
+)
+
+// Broker is the part of the actor tree the handlers use; *actors.Broker
+// satisfies it.
+type Broker interface {
+	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
+	Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.PopResult, error)
+	QueueChanged(name string, deleted bool)
+	SetPopMaintenanceLocal(on bool)
+}
+
+// Store is the part of the database layer the administrative handlers use;
+// *pg.Store satisfies it.
+type Store interface {
+	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
+	DeleteQueue(ctx context.Context, name string) (bool, error)
+	Ping(ctx context.Context) error
+	PopMaintenance(ctx context.Context) (bool, error)
+	SetPopMaintenance(ctx context.Context, on bool) error
+}
+
+// Config configures the HTTP server.
+type Config struct {
+	// PopTimeout is the long-poll deadline of a pop that sends no timeout.
+	PopTimeout time.Duration
+	// MaxBodySize caps a request body in bytes.
+	MaxBodySize int
+	// Version is reported by /health.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg    Config
+	broker Broker
+	store  Store
+	log    *slog.Logger
+	srv    *fasthttp.Server
+}
+
+// New builds the server and its routes.
+func New(cfg Config, broker Broker, store Store) *Server {
+	if cfg.MaxBodySize <= 0 {
+		cfg.MaxBodySize = 16 << 20
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, broker: broker, store: store, log: log}
+	r := router.New()
+	r.GET("/health", s.handleHealth)
+	r.POST("/api/v1/configure", s.handleConfigure)
+	r.POST("/api/v1/push", s.handlePush)
+	r.GET("/api/v1/pop", s.handlePopDiscovery)
+	r.GET("/api/v1/pop/queue/{queue}", s.handlePopQueue)
+	r.GET("/api/v1/pop/queue/{queue}/partition/{partition}", s.handlePopPartition)
+	r.DELETE("/api/v1/resources/queues/{queue}", s.handleDeleteQueue)
+	r.GET("/api/v1/system/maintenance/pop", s.handleGetPopMaintenance)
+	r.POST("/api/v1/system/maintenance/pop", s.handleSetPopMaintenance)
+	r.GlobalOPTIONS = func(ctx *fasthttp.RequestCtx) {
+		setCORS(ctx)
+		ctx.Response.Header.Set("Access-Control-Max-Age", "86400")
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	}
+	r.NotFound = func(ctx *fasthttp.RequestCtx) { writeError(ctx, apiError{fasthttp.StatusNotFound, "route not found"}) }
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		writeError(ctx, apiError{fasthttp.StatusMethodNotAllowed, "method not allowed"})
+	}
+	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
+		log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
+		writeError(ctx, apiError{fasthttp.StatusInternalServerError, "internal error"})
+	}
+	s.srv = &fasthttp.Server{
+		Handler:               r.Handler,
+		Name:                  "queengo",
+		MaxRequestBodySize:    cfg.MaxBodySize,
+		NoDefaultContentType:  true,
+		NoDefaultServerHeader: true,
+		ReadTimeout:           0,
+		IdleTimeout:           2 * time.Minute,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{log},
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
+
+// pathName returns a URL-decoded path parameter that must be a valid name.
+func pathName(ctx *fasthttp.RequestCtx, key string) (string, *apiError) {
+	v, _ := ctx.UserValue(key).(string)
+	if e := checkName(key, v); e != nil {
+		return "", e
+	}
+	return v, nil
+}
+
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug("fasthttp", "msg", format, "args", args)
+}
