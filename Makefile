@@ -1,0 +1,72 @@
+# queengo developer commands. `make` or `make help` lists them.
+#
+# Every target that needs PostgreSQL gets its URL from .ci/ensure-postgres.sh:
+# $DATABASE_URL if set, else a server on 127.0.0.1:5432 with trust auth, else a
+# local cluster it creates and starts under .data/pg (port 54329).
+
+.DEFAULT_GOAL := help
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# Go may live in /usr/local/go/bin without being on PATH on a fresh machine.
+export PATH := /usr/local/go/bin:$(PATH)
+
+ENSURE_PG := bash .ci/ensure-postgres.sh
+PKG       ?= ./...
+TESTFLAGS ?=
+FUZZTIME  ?= 20s
+
+.PHONY: help
+help: ## Show this list of targets
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo
+	@echo "  PostgreSQL: DATABASE_URL if set, else 127.0.0.1:5432, else a local cluster in .data/pg."
+	@echo "  Variables: PKG=$(PKG) TESTFLAGS=$(TESTFLAGS) FUZZTIME=$(FUZZTIME)"
+
+.PHONY: run
+run: ## Run the broker on PORT (default 6632), with PostgreSQL set up first
+	@DATABASE_URL="$$($(ENSURE_PG))"; export DATABASE_URL; \
+	echo "make run: DATABASE_URL=$$DATABASE_URL"; \
+	exec go run ./cmd/queengo
+
+.PHONY: test
+test: ## Run all tests with -race; they get PostgreSQL in QUEENGO_TEST_DATABASE_URL
+	@QUEENGO_TEST_DATABASE_URL="$$(DATABASE_URL="$${QUEENGO_TEST_DATABASE_URL:-$${DATABASE_URL:-}}" $(ENSURE_PG))"; \
+	export QUEENGO_TEST_DATABASE_URL; \
+	echo "make test: QUEENGO_TEST_DATABASE_URL=$$QUEENGO_TEST_DATABASE_URL"; \
+	echo "make test: go test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKG)"; \
+	go test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
+
+.PHONY: vet
+vet: ## Run go vet and fail if any file needs gofmt
+	go vet $(PKG)
+	@unformatted="$$(find . \( -name .git -o -name .data -o -name vendor -o -name testdata \) -prune \
+		-o -type f -name '*.go' -print | xargs -r gofmt -l)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "these files need gofmt (run: gofmt -w <file>):"; echo "$$unformatted"; exit 1; \
+	fi; \
+	echo "gofmt: all files formatted"
+
+.PHONY: build
+build: ## Compile every package
+	go build ./...
+
+.PHONY: migrate
+migrate: ## Apply the broker's schema migrations to DATABASE_URL
+	@DATABASE_URL="$$($(ENSURE_PG))"; export DATABASE_URL; \
+	echo "make migrate: DATABASE_URL=$$DATABASE_URL"; \
+	go run ./cmd/queengo migrate
+
+.PHONY: fuzz
+fuzz: ## Run each Fuzz target for FUZZTIME (default 20s), one after another
+	@QUEENGO_TEST_DATABASE_URL="$$(DATABASE_URL="$${QUEENGO_TEST_DATABASE_URL:-$${DATABASE_URL:-}}" $(ENSURE_PG))"; \
+	export QUEENGO_TEST_DATABASE_URL; \
+	listing="$$(go test -list '^Fuzz' $(PKG))"; \
+	targets="$$(awk '/^Fuzz/ { names[n++] = $$1; next } \
+		/^ok / { for (i = 0; i < n; i++) print $$2, names[i]; n = 0 }' <<<"$$listing")"; \
+	if [ -z "$$targets" ]; then echo "make fuzz: no Fuzz targets found in $(PKG)"; exit 0; fi; \
+	while read -r pkg name; do \
+		echo "make fuzz: go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null; \
+	done <<<"$$targets"
