@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -33,15 +34,17 @@ func (s *Store) EnsureQueue(ctx context.Context, name string) (queengo.Queue, er
 	ns, task := queengo.DeriveNamespaceTask(name)
 	var q queengo.Queue
 	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		var err error
-		q, err = scanQueue(c.QueryRow(ctx, `WITH ins AS (
+		return retryRace(func() error {
+			var err error
+			q, err = scanQueue(c.QueryRow(ctx, `WITH ins AS (
     INSERT INTO queen.queues (name, namespace, task) VALUES ($1, $2, $3)
     ON CONFLICT (name) DO NOTHING RETURNING `+queueColumns+`)
 SELECT * FROM ins
 UNION ALL
 SELECT `+queueColumns+` FROM queen.queues WHERE name = $1
 LIMIT 1`, name, ns, task))
-		return err
+			return err
+		})
 	})
 	if err != nil {
 		return q, fmt.Errorf("error ensuring queue %q: %w", name, err)
@@ -141,14 +144,30 @@ type querier interface {
 
 func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
-	err := q.QueryRow(ctx, `WITH ins AS (
+	err := retryRace(func() error {
+		return q.QueryRow(ctx, `WITH ins AS (
     INSERT INTO queen.partitions (queue_id, name) VALUES ($1, $2)
     ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2
 LIMIT 1`, queueID, name).Scan(&pid)
+	})
 	return pid, err
+}
+
+// retryRace reruns an insert-or-select that found no row: a concurrent
+// insert of the same key committed after the statement's snapshot was taken,
+// so ON CONFLICT skipped the insert and the select could not see the winner.
+// The next attempt's snapshot does.
+func retryRace(fn func() error) error {
+	var err error
+	for range 3 {
+		if err = fn(); !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+	}
+	return err
 }
 
 // LookupPartition returns the id of an existing partition, or an error
