@@ -68,6 +68,12 @@ type Frame struct {
 	Payload       []byte    // raw JSON, "null" when the push carried none
 }
 
+// Segment is one partition's share of a coalesced write.
+type Segment struct {
+	Partition uuid.UUID
+	Frames    []Frame
+}
+
 // PushItem is one validated item of a push request.
 type PushItem struct {
 	Queue     string

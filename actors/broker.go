@@ -29,7 +29,7 @@ type Store interface {
 	QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error)
 	EnsurePartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
 	LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
-	Append(ctx context.Context, partition uuid.UUID, frames []queengo.Frame) ([]uuid.UUID, error)
+	Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error)
 	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
 	PopMaintenance(ctx context.Context) (bool, error)
 }
@@ -53,6 +53,9 @@ type Config struct {
 	// ClaimsInFlight caps the claim statements one queue actor runs at once;
 	// each carries every pop that was ready when it started.
 	ClaimsInFlight int
+	// CommitsInFlight caps the shared segment commits one queue actor runs
+	// at once; each carries every partition's segment that was ready.
+	CommitsInFlight int
 	// MaintenanceRefresh is how often the pop maintenance flag is re-read, so
 	// a switch made by another broker process takes effect here.
 	MaintenanceRefresh time.Duration
@@ -77,6 +80,9 @@ type Broker struct {
 func New(cfg Config) *Broker {
 	if cfg.ClaimsInFlight <= 0 {
 		cfg.ClaimsInFlight = 4
+	}
+	if cfg.CommitsInFlight <= 0 {
+		cfg.CommitsInFlight = 2
 	}
 	if cfg.MaintenanceRefresh <= 0 {
 		cfg.MaintenanceRefresh = time.Second

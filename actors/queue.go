@@ -57,6 +57,13 @@ type tick struct{}
 
 type queueChanged struct{ deleted bool }
 
+// commitDone is the outcome of one shared commit.
+type commitDone struct {
+	segs []*segmentReady
+	dups [][]uuid.UUID
+	err  error
+}
+
 type queueLoaded struct {
 	q   queengo.Queue
 	err error
@@ -112,6 +119,9 @@ type queueActor struct {
 	scopeIDs []uuid.UUID
 	scopeAt  time.Time
 
+	segs    []*segmentReady
+	commits int
+
 	pending  []*waiter
 	keys     map[string]*keyState
 	held     []*waiter
@@ -148,8 +158,14 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		}
 		ctx.Send(pid, m)
 		return
-	case *committed:
-		a.onCommitted(ctx, m)
+	case *segmentReady:
+		a.segs = append(a.segs, m)
+		a.commit(ctx)
+		return
+	case *commitDone:
+		a.commits--
+		a.onCommitDone(ctx, m)
+		a.commit(ctx)
 	case *waiter:
 		if a.closing {
 			m.reply <- popReply{}
@@ -195,15 +211,52 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	a.run(ctx)
 }
 
-func (a *queueActor) onCommitted(ctx actor.Context, m *committed) {
-	if a.q != nil && a.q.ID != m.queue.ID {
-		a.q = nil // recreated by another process: reload
+// commit starts a commit of every segment the writers handed over, unless
+// enough commits are in flight already.
+func (a *queueActor) commit(ctx actor.Context) {
+	if len(a.segs) == 0 || a.commits >= a.b.cfg.CommitsInFlight {
+		return
 	}
-	for _, rs := range a.ready {
-		rs.set[m.partition] = struct{}{}
+	batch := a.segs
+	a.segs = nil
+	a.commits++
+	segs := make([]queengo.Segment, len(batch))
+	for i, s := range batch {
+		segs[i] = s.seg
 	}
-	a.wakeAll()
-	ctx.Send(a.b.registry, &queuePushed{namespace: m.queue.Namespace, task: m.queue.Task})
+	self, root, store := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		dups, err := store.Append(c, segs)
+		root.Send(self, &commitDone{segs: batch, dups: dups, err: err})
+	}()
+}
+
+// onCommitDone marks the written partitions ready and wakes the parked pops
+// in scope before any writer answers its pushers, so a pop that follows a
+// push's answer finds the partition ready.
+func (a *queueActor) onCommitDone(ctx actor.Context, m *commitDone) {
+	if m.err == nil {
+		q := m.segs[0].queue
+		if a.q != nil && a.q.ID != q.ID {
+			a.q = nil // recreated by another process: reload
+		}
+		for _, s := range m.segs {
+			for _, rs := range a.ready {
+				rs.set[s.seg.Partition] = struct{}{}
+			}
+		}
+		a.wakeAll()
+		ctx.Send(a.b.registry, &queuePushed{namespace: q.Namespace, task: q.Task})
+	}
+	for i, s := range m.segs {
+		d := &segmentDone{err: m.err}
+		if m.err == nil {
+			d.dups = m.dups[i]
+		}
+		ctx.Send(s.writer, d)
+	}
 }
 
 // wakeAll resets every key's backoff and re-checks it now; held pops look

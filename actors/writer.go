@@ -11,8 +11,8 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// writeTimeout bounds one segment write; a write that cannot commit in this
-// long fails its items rather than holding their pushers forever.
+// writeTimeout bounds one commit; a write that cannot commit in this long
+// fails its items rather than holding their pushers forever.
 const writeTimeout = 30 * time.Second
 
 // appendReq is one push request's items for one partition.
@@ -29,138 +29,151 @@ type pushDone struct {
 	results []queengo.PushResult
 }
 
-// writeDone is a finished segment write, back on the writer's mailbox.
-type writeDone struct {
-	reqs      []*appendReq
-	queue     queengo.Queue
-	partition uuid.UUID
-	frames    []queengo.Frame
-	owner     []int // frame -> first frame with the same transaction id
-	dups      []uuid.UUID
-	err       error
+// partitionReady carries the ids a writer looked up or created.
+type partitionReady struct {
+	q   queengo.Queue
+	pid uuid.UUID
+	err error
 }
 
-// committed tells the queue actor that a segment is durable.
-type committed struct {
-	queue     queengo.Queue
-	partition uuid.UUID
+// segmentReady is a writer's coalesced segment, handed to its queue actor,
+// which commits the segments of several partitions together.
+type segmentReady struct {
+	writer *actor.PID
+	queue  queengo.Queue
+	seg    queengo.Segment
+}
+
+// segmentDone is the outcome of a segmentReady's commit.
+type segmentDone struct {
+	dups []uuid.UUID
+	err  error
 }
 
 // resetPartition drops the writer's cached ids after its queue was deleted.
 type resetPartition struct{}
 
-// writer is a partition writer: every push that arrives while its previous
-// write is in flight is coalesced into the next segment, so one commit
-// carries all of them (group commit in the broker).
+// writer is a partition writer: every push that arrives while the previous
+// segment of its partition is being committed is coalesced into the next
+// segment (group commit in the broker). It keeps one segment in flight, so a
+// partition's segments commit in order.
 type writer struct {
 	b        *Broker
 	queue    string
 	name     string
 	q        queengo.Queue
 	pid      uuid.UUID
+	ensuring bool
 	pending  []*appendReq
-	inflight bool
+
+	// The segment being committed.
+	reqs    []*appendReq
+	frames  []queengo.Frame
+	owner   []int // per item: index into frames, or -1-j for a duplicate of frames[j]
+	retried bool
 }
 
 func (w *writer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *appendReq:
 		w.pending = append(w.pending, m)
-		if !w.inflight {
-			w.start(ctx)
+	case *partitionReady:
+		w.ensuring = false
+		if m.err != nil {
+			w.b.log.Error("creating partition failed", "queue", w.queue, "partition", w.name, "err", m.err)
+			reqs := w.pending
+			w.pending = nil
+			w.fail(reqs, m.err)
+			return
 		}
-	case *writeDone:
-		w.finish(ctx, m)
-		if len(w.pending) > 0 {
-			w.start(ctx)
-		}
+		w.q, w.pid = m.q, m.pid
+	case *segmentDone:
+		w.finish(m)
 	case *resetPartition:
 		w.pid = uuid.Nil
+	default:
+		return
 	}
+	w.kick(ctx)
 }
 
-func (w *writer) start(ctx actor.Context) {
-	reqs := w.pending
-	w.pending = nil
-	w.inflight = true
+// kick hands the pending pushes to the queue actor as one segment, unless a
+// segment is already in flight.
+func (w *writer) kick(ctx actor.Context) {
+	if w.reqs != nil || w.ensuring || len(w.pending) == 0 {
+		return
+	}
+	if w.pid == uuid.Nil {
+		w.ensuring = true
+		self, root, store, queue, name := ctx.Self(), ctx.ActorSystem().Root, w.b.cfg.Store, w.queue, w.name
+		go func() {
+			c, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			defer cancel()
+			r := &partitionReady{}
+			if r.q, r.err = store.EnsureQueue(c, queue); r.err == nil {
+				r.pid, r.err = store.EnsurePartition(c, r.q.ID, name)
+			}
+			root.Send(self, r)
+		}()
+		return
+	}
+	w.reqs, w.pending = w.pending, nil
 	n := 0
-	for _, r := range reqs {
+	for _, r := range w.reqs {
 		n += len(r.frames)
 	}
-	// Dedupe inside the coalesced batch: the first occurrence of a
-	// transaction id wins, the later ones are duplicates of it.
-	frames := make([]queengo.Frame, 0, n)
-	owner := make([]int, 0, n)
+	// Dedupe inside the segment: the first occurrence of a transaction id
+	// wins, later ones are duplicates of it.
+	w.frames = make([]queengo.Frame, 0, n)
+	w.owner = make([]int, 0, n)
 	first := make(map[string]int, n)
-	for _, r := range reqs {
+	for _, r := range w.reqs {
 		for i := range r.frames {
 			f := &r.frames[i]
 			if j, ok := first[f.TransactionID]; ok {
-				owner = append(owner, -1-j)
+				w.owner = append(w.owner, -1-j)
 				continue
 			}
-			first[f.TransactionID] = len(frames)
-			owner = append(owner, len(frames))
-			frames = append(frames, *f)
+			first[f.TransactionID] = len(w.frames)
+			w.owner = append(w.owner, len(w.frames))
+			w.frames = append(w.frames, *f)
 		}
 	}
-	self, root, store := ctx.Self(), ctx.ActorSystem().Root, w.b.cfg.Store
-	q, pid, queue, name := w.q, w.pid, w.queue, w.name
-	go func() {
-		c, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		defer cancel()
-		d := &writeDone{reqs: reqs, frames: frames, owner: owner}
-		var err error
-		for attempt := 0; attempt < 2; attempt++ {
-			if pid == uuid.Nil {
-				if q, err = store.EnsureQueue(c, queue); err != nil {
-					break
-				}
-				if pid, err = store.EnsurePartition(c, q.ID, name); err != nil {
-					break
-				}
-			}
-			d.dups, err = store.Append(c, pid, frames)
-			// The partition vanished under us (its queue was deleted,
-			// maybe by another process): recreate it once, as a push to
-			// an unknown queue does.
-			if errors.Is(err, queengo.ErrNotFound) {
-				pid = uuid.Nil
-				continue
-			}
-			break
-		}
-		d.queue, d.partition, d.err = q, pid, err
-		root.Send(self, d)
-	}()
+	ctx.Send(ctx.Parent(), &segmentReady{writer: ctx.Self(), queue: w.q,
+		seg: queengo.Segment{Partition: w.pid, Frames: w.frames}})
 }
 
-func (w *writer) finish(ctx actor.Context, d *writeDone) {
-	w.inflight = false
-	if d.err == nil {
-		w.q, w.pid = d.queue, d.partition
-		// Tell the queue actor before any pusher hears back, so a pop that
-		// follows the push's answer finds the partition marked ready.
-		ctx.Send(ctx.Parent(), &committed{queue: d.queue, partition: d.partition})
-	} else {
+func (w *writer) finish(d *segmentDone) {
+	reqs := w.reqs
+	w.reqs = nil
+	if errors.Is(d.err, queengo.ErrNotFound) && !w.retried {
+		// The partition vanished under us (its queue was deleted, maybe by
+		// another process): recreate it once, as a push to an unknown queue
+		// does.
+		w.retried, w.pid = true, uuid.Nil
+		w.pending = append(reqs, w.pending...)
+		return
+	}
+	w.retried = false
+	if d.err != nil {
 		w.pid = uuid.Nil
 		w.b.log.Error("segment write failed", "queue", w.queue, "partition", w.name, "err", d.err)
+		w.fail(reqs, d.err)
+		return
 	}
 	k := 0
-	for _, r := range d.reqs {
+	for _, r := range reqs {
 		out := pushDone{idx: r.idx, results: make([]queengo.PushResult, len(r.frames))}
 		for i := range r.frames {
 			f := &r.frames[i]
 			res := &out.results[i]
-			res.TransactionID, res.PartitionID, res.TraceID = f.TransactionID, d.partition, f.TraceID
-			o := d.owner[k]
+			res.TransactionID, res.PartitionID, res.TraceID = f.TransactionID, w.pid, f.TraceID
+			o := w.owner[k]
 			k++
 			switch {
-			case d.err != nil:
-				res.Status, res.Error = queengo.PushFailed, errText(d.err)
 			case o < 0:
 				j := -1 - o
-				res.Status, res.MessageID = queengo.PushDuplicate, d.frames[j].ID
+				res.Status, res.MessageID = queengo.PushDuplicate, w.frames[j].ID
 				if d.dups[j] != uuid.Nil {
 					res.MessageID = d.dups[j]
 				}
@@ -169,6 +182,17 @@ func (w *writer) finish(ctx actor.Context, d *writeDone) {
 			default:
 				res.Status, res.MessageID = queengo.PushQueued, f.ID
 			}
+		}
+		r.reply <- out
+	}
+}
+
+func (w *writer) fail(reqs []*appendReq, err error) {
+	for _, r := range reqs {
+		out := pushDone{idx: r.idx, results: make([]queengo.PushResult, len(r.frames))}
+		for i := range r.frames {
+			out.results[i] = queengo.PushResult{Status: queengo.PushFailed, TransactionID: r.frames[i].TransactionID,
+				TraceID: r.frames[i].TraceID, Error: errText(err)}
 		}
 		r.reply <- out
 	}

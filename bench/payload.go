@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 )
@@ -123,4 +124,40 @@ func (s *SeqSet) Counts() (unique, dups int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.unique, s.dups
+}
+
+// realisticWords is the vocabulary of appendRealisticPayload's filler text.
+var realisticWords = []string{"order", "created", "customer", "shipped", "pending", "invoice", "item",
+	"warehouse", "berlin", "express", "standard", "refund", "priority", "gift", "card", "paid",
+	"billing", "address", "street", "blue", "large", "small", "returned", "delayed", "ok"}
+
+// appendRealisticPayload appends a payload shaped like an application event
+// of about size bytes: the same ts and seq keys as appendPayload, then
+// fields with random values and filler words, so that it compresses about
+// as well as real JSON does (the 'x' padding of appendPayload compresses
+// almost to nothing, which would flatter any compressed storage format).
+func appendRealisticPayload(dst []byte, ts, seq int64, size int, rng *rand.Rand) []byte {
+	start := len(dst)
+	dst = append(dst, `{"ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, `,"orderId":`...)
+	dst = strconv.AppendInt(dst, rng.Int64N(10_000_000), 10)
+	dst = append(dst, `,"customer":"c-`...)
+	dst = strconv.AppendInt(dst, rng.Int64N(100_000), 10)
+	dst = append(dst, `","total":`...)
+	dst = strconv.AppendInt(dst, rng.Int64N(100_000), 10)
+	dst = append(dst, `,"note":"`...)
+	for len(dst)-start < size-2 {
+		w := realisticWords[rng.IntN(len(realisticWords))]
+		if room := size - 2 - (len(dst) - start); len(w) >= room {
+			w = w[:room]
+		}
+		dst = append(dst, w...)
+		if len(dst)-start < size-2 {
+			dst = append(dst, ' ')
+		}
+	}
+	return append(dst, `"}`...)
 }

@@ -11,39 +11,55 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Append writes frames as one segment of the partition in one statement and
-// one commit. The frames must carry distinct transaction ids. It returns, per
-// frame, the id of the stored message it duplicates, or uuid.Nil when the
-// frame was written. A partition that no longer exists fails with an error
-// wrapping queengo.ErrNotFound.
-func (s *Store) Append(ctx context.Context, partition uuid.UUID, frames []queengo.Frame) ([]uuid.UUID, error) {
-	txids := make([]string, len(frames))
-	ids := make([]uuid.UUID, len(frames))
-	enc := make([][]byte, len(frames))
-	size := 0
-	for i := range frames {
-		size += 40 + len(frames[i].TransactionID) + len(frames[i].ProducerSub) + len(frames[i].Payload)
+// Append writes each segment to its partition, all in one statement and one
+// commit. The partitions must be distinct and the frames of a segment must
+// carry distinct transaction ids. It returns, per segment and frame, the id
+// of the stored message the frame duplicates, or uuid.Nil when it was
+// written. A partition that no longer exists fails the whole call with an
+// error wrapping queengo.ErrNotFound.
+func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error) {
+	n, size := 0, 0
+	for i := range segs {
+		for j := range segs[i].Frames {
+			f := &segs[i].Frames[j]
+			n++
+			size += 40 + len(f.TransactionID) + len(f.ProducerSub) + len(f.Payload)
+		}
 	}
+	parts := make([]uuid.UUID, len(segs))
+	seg := make([]int32, 0, n)
+	txids := make([]string, 0, n)
+	ids := make([]uuid.UUID, 0, n)
+	enc := make([][]byte, 0, n)
 	buf := make([]byte, 0, size)
-	for i := range frames {
-		f := &frames[i]
-		txids[i] = f.TransactionID
-		ids[i] = f.ID
-		start := len(buf)
-		buf = appendFrame(buf, f)
-		enc[i] = buf[start:len(buf):len(buf)]
+	for i := range segs {
+		parts[i] = segs[i].Partition
+		for j := range segs[i].Frames {
+			f := &segs[i].Frames[j]
+			seg = append(seg, int32(i+1))
+			txids = append(txids, f.TransactionID)
+			ids = append(ids, f.ID)
+			start := len(buf)
+			buf = appendFrame(buf, f)
+			enc = append(enc, buf[start:len(buf):len(buf)])
+		}
 	}
 	var dups []pgtype.UUID
 	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, `SELECT queen.append_segment($1, $2, $3, $4)`, partition, txids, ids, enc).Scan(&dups)
+		return c.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, parts, seg, txids, ids, enc).Scan(&dups)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error appending segment: %w", err)
+		return nil, fmt.Errorf("error appending segments: %w", err)
 	}
-	out := make([]uuid.UUID, len(frames))
-	for i := range dups {
-		if dups[i].Valid {
-			out[i] = dups[i].Bytes
+	out := make([][]uuid.UUID, len(segs))
+	k := 0
+	for i := range segs {
+		out[i] = make([]uuid.UUID, len(segs[i].Frames))
+		for j := range out[i] {
+			if dups[k].Valid {
+				out[i][j] = dups[k].Bytes
+			}
+			k++
 		}
 	}
 	return out, nil

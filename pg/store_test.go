@@ -91,13 +91,13 @@ func TestAppendAndClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dups, err := s.Append(ctx, pid, []queengo.Frame{frame("a"), frame("b")})
-	if err != nil || dups[0] != uuid.Nil || dups[1] != uuid.Nil {
-		t.Fatalf("append: %v %v", dups, err)
+	d, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a"), frame("b")}}})
+	if err != nil || d[0][0] != uuid.Nil || d[0][1] != uuid.Nil {
+		t.Fatalf("append: %v %v", d, err)
 	}
-	dups, err = s.Append(ctx, pid, []queengo.Frame{frame("b"), frame("c")})
-	if err != nil || dups[0] == uuid.Nil || dups[1] != uuid.Nil {
-		t.Fatalf("append dup: %v %v", dups, err)
+	d, err = s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("b"), frame("c")}}})
+	if err != nil || d[0][0] == uuid.Nil || d[0][1] != uuid.Nil {
+		t.Fatalf("append dup: %v %v", d, err)
 	}
 	lease := uuid.Must(uuid.NewV7())
 	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})

@@ -278,7 +278,10 @@ func (s *Server) DoCtx(ctx context.Context, method, path string, body any) (*Res
 }
 
 // Get, Post and Delete are shorthands of Do.
-func (s *Server) Get(t testing.TB, path string) *Response { t.Helper(); return s.Do(t, "GET", path, nil) }
+func (s *Server) Get(t testing.TB, path string) *Response {
+	t.Helper()
+	return s.Do(t, "GET", path, nil)
+}
 
 // Post sends a JSON body.
 func (s *Server) Post(t testing.TB, path string, body any) *Response {

@@ -1,56 +1,63 @@
--- 002: the two hot statements. Each is one round trip and one implicit
+-- 002: the hot statements. Each is one round trip and one implicit
 -- transaction; the broker pipelines several of them when it can.
 
--- append_segment writes one coalesced segment to a partition. The broker has
--- already removed duplicates inside the batch; this removes the ones already
--- stored. Offsets are assigned under the partition row's lock, so they are
--- contiguous and gap-free even with several broker processes (D1). Returns, per
--- input position, the id of the stored message the item duplicates, or NULL
--- when the item was written.
-CREATE FUNCTION queen.append_segment(
-    p_partition uuid,
-    p_txids     text[],
-    p_msgids    uuid[],
-    p_frames    bytea[]
+-- append_segments writes one coalesced segment to each of several partitions
+-- of a queue in one statement and one commit. Item i belongs to the segment of
+-- partition p_parts[p_seg[i]]; the broker has already removed duplicates
+-- inside each segment, this removes the ones already stored. Offsets are
+-- assigned under the partition rows' locks, taken in id order so concurrent
+-- writers never deadlock, so they are contiguous and gap-free even with
+-- several broker processes (D1). Returns, per item, the id of the stored
+-- message it duplicates, or NULL when the item was written.
+CREATE FUNCTION queen.append_segments(
+    p_parts  uuid[],
+    p_seg    integer[],
+    p_txids  text[],
+    p_msgids uuid[],
+    p_frames bytea[]
 ) RETURNS uuid[]
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_head bigint;
-    v_last timestamptz;
-    v_ts   timestamptz;
-    v_dup  uuid[];
-    v_n    integer;
+    v_locked integer;
+    v_dup    uuid[];
+    v_n      integer;
 BEGIN
-    SELECT p.head, p.last_write_at INTO v_head, v_last
-      FROM queen.partitions p WHERE p.id = p_partition FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'partition % not found', p_partition USING ERRCODE = 'QG404';
+    PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR UPDATE;
+    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    IF v_locked < cardinality(p_parts) THEN
+        RAISE EXCEPTION 'partition not found' USING ERRCODE = 'QG404';
     END IF;
 
     SELECT array_agg(x.message_id ORDER BY t.ord), count(*) FILTER (WHERE x.message_id IS NULL)
       INTO v_dup, v_n
-      FROM unnest(p_txids) WITH ORDINALITY AS t(txid, ord)
-      LEFT JOIN queen.txids x ON x.partition_id = p_partition AND x.transaction_id = t.txid;
-
+      FROM unnest(p_seg, p_txids) WITH ORDINALITY AS t(seg, txid, ord)
+      LEFT JOIN queen.txids x ON x.partition_id = p_parts[t.seg] AND x.transaction_id = t.txid;
     IF v_n = 0 THEN
         RETURN v_dup;
     END IF;
 
-    -- The segment's time is taken after the lock, and never goes backwards
+    -- A segment's time is taken after the lock and never goes backwards
     -- within a partition, so createdAt orders segments (pop-routes.md).
-    v_ts := greatest(clock_timestamp(), coalesce(v_last, '-infinity'::timestamptz));
-
-    INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
-    SELECT p_partition, t.txid, v_head + row_number() OVER (ORDER BY t.ord), t.msgid
-      FROM unnest(p_txids, p_msgids) WITH ORDINALITY AS t(txid, msgid, ord)
-     WHERE v_dup[t.ord] IS NULL;
-
-    INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, frames)
-    SELECT p_partition, v_head + 1, v_head + v_n, v_ts, string_agg(f.frame, ''::bytea ORDER BY f.ord)
-      FROM unnest(p_frames) WITH ORDINALITY AS f(frame, ord)
-     WHERE v_dup[f.ord] IS NULL;
-
-    UPDATE queen.partitions SET head = v_head + v_n, last_write_at = v_ts WHERE id = p_partition;
+    WITH fresh AS (
+        SELECT t.ord, t.seg, t.txid, t.msgid, t.frame,
+               row_number() OVER (PARTITION BY t.seg ORDER BY t.ord) AS rn
+          FROM unnest(p_seg, p_txids, p_msgids, p_frames) WITH ORDINALITY AS t(seg, txid, msgid, frame, ord)
+         WHERE v_dup[t.ord] IS NULL
+    ), heads AS (
+        SELECT f.seg, p.id AS pid, p.head, count(*) AS n,
+               greatest(clock_timestamp(), coalesce(p.last_write_at, '-infinity'::timestamptz)) AS ts
+          FROM fresh f JOIN queen.partitions p ON p.id = p_parts[f.seg]
+         GROUP BY f.seg, p.id, p.head, p.last_write_at
+    ), ins_tx AS (
+        INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
+        SELECT h.pid, f.txid, h.head + f.rn, f.msgid FROM fresh f JOIN heads h USING (seg)
+    ), ins_seg AS (
+        INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, frames)
+        SELECT h.pid, h.head + 1, h.head + h.n, h.ts,
+               (SELECT string_agg(f.frame, ''::bytea ORDER BY f.ord) FROM fresh f WHERE f.seg = h.seg)
+          FROM heads h
+    )
+    UPDATE queen.partitions p SET head = h.head + h.n, last_write_at = h.ts FROM heads h WHERE p.id = h.pid;
     RETURN v_dup;
 END;
 $$;
