@@ -185,6 +185,76 @@ type ClaimResult struct {
 	Taken int
 }
 
+// AckItem is one acknowledgement.
+type AckItem struct {
+	PartitionID   uuid.UUID
+	TransactionID string
+	Status        string // completed, success, failed, retry or dlq
+	Group         string
+	LeaseID       uuid.UUID // uuid.Nil: not checked beyond the live span
+	Error         string
+}
+
+// AckResult is the outcome of one acknowledgement, in request order.
+type AckResult struct {
+	Success       bool
+	Error         string // empty: null on the wire
+	LeaseReleased bool
+	DLQ           bool
+	Queue         string
+	Partition     string
+}
+
+// TxOp is one operation of a transaction: an ack or one push item.
+type TxOp struct {
+	Ack  *AckItem
+	Push *PushItem
+}
+
+// TxResult is the outcome of one TxOp.
+type TxResult struct {
+	Ack  AckResult
+	Push PushResult
+}
+
+// DeadLetter is one dead-lettered message of a group.
+type DeadLetter struct {
+	ID           uuid.UUID
+	Frame        Frame
+	PartitionID  uuid.UUID
+	Partition    string
+	Queue        string
+	Group        string
+	ErrorMessage string
+	RetryCount   int
+	CreatedAt    string // the original segment's time
+	FailedAt     string
+}
+
+// DLQFilter selects dead letters; zero fields do not filter.
+type DLQFilter struct {
+	Queue, Group, Partition string
+	From, To                *time.Time
+	Limit, Offset           int
+}
+
+// GroupState is one consumer group's view of a message (D10).
+type GroupState struct {
+	Group          string
+	Status         string // completed, processing, dead_letter or pending
+	Failures       int
+	LeaseExpiresAt string
+}
+
+// MessageInfo is the per-message management view (D10).
+type MessageInfo struct {
+	Message
+	Namespace, Task string
+	Options         QueueOptions
+	Deleted         bool
+	Groups          []GroupState
+}
+
 // Sentinel errors the store translates database failures into.
 var (
 	// ErrNotFound: the addressed row (queue, partition, message) does not exist.
@@ -195,6 +265,9 @@ var (
 	ErrTimeout = errors.New("statement timed out")
 	// ErrClosed: the broker is shutting down.
 	ErrClosed = errors.New("broker is shutting down")
+	// ErrConflict: a transaction referred to a lease or message that is no
+	// longer valid, so nothing of it was applied.
+	ErrConflict = errors.New("conflict")
 	// ErrCancelled: the client of a parked pop went away.
 	ErrCancelled = errors.New("client went away")
 )

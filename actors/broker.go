@@ -32,6 +32,9 @@ type Store interface {
 	Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error)
 	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
 	PopMaintenance(ctx context.Context) (bool, error)
+	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
+	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
 }
 
 // Backoff is the long-poll re-check schedule of pop-routes.md: a parked pop
@@ -258,6 +261,59 @@ func (b *Broker) Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.P
 		b.system.Root.Send(pid, &cancelPop{w: w})
 		return queengo.PopResult{}, queengo.ErrCancelled
 	}
+}
+
+// Ack applies acknowledgements; partitions whose lease ended are offered to
+// the parked pops of their group at once.
+func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	res, err := b.cfg.Store.Ack(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range res {
+		if r.LeaseReleased {
+			b.freed(r.Queue, items[i].PartitionID, items[i].Group)
+		}
+	}
+	return res, nil
+}
+
+// Transaction applies pushes and acks atomically, then wakes the pops the
+// pushes and released leases concern.
+func (b *Broker) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {
+	res, err := b.cfg.Store.Transaction(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	for i, op := range ops {
+		switch {
+		case op.Push != nil && res[i].Push.Status == queengo.PushQueued:
+			b.freed(op.Push.Queue, res[i].Push.PartitionID, "")
+		case op.Ack != nil && res[i].Ack.LeaseReleased:
+			b.freed(res[i].Ack.Queue, op.Ack.PartitionID, op.Ack.Group)
+		}
+	}
+	return res, nil
+}
+
+// RequeueDeadLetter pushes a dead letter's payload again as a new message of
+// its partition and removes the entry.
+func (b *Broker) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
+	d, f, err := b.cfg.Store.RequeueDeadLetter(ctx, id)
+	if err == nil {
+		b.freed(d.Queue, d.PartitionID, "")
+	}
+	return d, f, err
+}
+
+// freed tells a queue's actor that a partition may be claimable: for one
+// group (a lease ended) or, with group empty, for all (something was written
+// outside the partition writers).
+func (b *Broker) freed(queue string, partition uuid.UUID, group string) {
+	if queue == "" {
+		return
+	}
+	b.system.Root.Send(b.queuePID(queue), &partitionFreed{partition: partition, group: group})
 }
 
 // QueueChanged tells the queue's actor that its row was created, replaced or

@@ -57,6 +57,13 @@ type tick struct{}
 
 type queueChanged struct{ deleted bool }
 
+// partitionFreed: a partition may be claimable again for group (every group
+// when empty).
+type partitionFreed struct {
+	partition uuid.UUID
+	group     string
+}
+
 // commitDone is the outcome of one shared commit.
 type commitDone struct {
 	segs []*segmentReady
@@ -176,6 +183,16 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.cancel(m.w)
 	case *wake:
 		a.wakeAll()
+	case *partitionFreed:
+		for g, rs := range a.ready {
+			if m.group == "" || m.group == g {
+				rs.set[m.partition] = struct{}{}
+			}
+		}
+		a.wakeAll()
+		if m.group == "" && a.q != nil {
+			ctx.Send(a.b.registry, &queuePushed{namespace: a.q.Namespace, task: a.q.Task})
+		}
 	case *tick:
 		a.timerAt = time.Time{}
 		a.onTick()

@@ -25,6 +25,9 @@ type Broker interface {
 	Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.PopResult, error)
 	QueueChanged(name string, deleted bool)
 	SetPopMaintenanceLocal(on bool)
+	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
+	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
 }
 
 // Store is the part of the database layer the administrative handlers use;
@@ -35,6 +38,11 @@ type Store interface {
 	Ping(ctx context.Context) error
 	PopMaintenance(ctx context.Context) (bool, error)
 	SetPopMaintenance(ctx context.Context, on bool) error
+	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
+	ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]queengo.DeadLetter, int, error)
+	DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error)
+	GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error)
+	SetSubscription(ctx context.Context, group string, ts time.Time) (int, error)
 }
 
 // Config configures the HTTP server.
@@ -74,6 +82,15 @@ func New(cfg Config, broker Broker, store Store) *Server {
 	r.GET("/api/v1/pop", s.handlePopDiscovery)
 	r.GET("/api/v1/pop/queue/{queue}", s.handlePopQueue)
 	r.GET("/api/v1/pop/queue/{queue}/partition/{partition}", s.handlePopPartition)
+	r.POST("/api/v1/ack", s.handleAck)
+	r.POST("/api/v1/ack/batch", s.handleAckBatch)
+	r.POST("/api/v1/lease/{leaseId}/extend", s.handleExtend)
+	r.POST("/api/v1/transaction", s.handleTransaction)
+	r.GET("/api/v1/dlq", s.handleListDLQ)
+	r.POST("/api/v1/dlq/{id}/requeue", s.handleRequeueDLQ)
+	r.DELETE("/api/v1/dlq/{id}", s.handleDeleteDLQ)
+	r.GET("/api/v1/messages/{partitionId}/{transactionId}", s.handleGetMessage)
+	r.POST("/api/v1/consumer-groups/{group}/subscription", s.handleSubscription)
 	r.DELETE("/api/v1/resources/queues/{queue}", s.handleDeleteQueue)
 	r.GET("/api/v1/system/maintenance/pop", s.handleGetPopMaintenance)
 	r.POST("/api/v1/system/maintenance/pop", s.handleSetPopMaintenance)

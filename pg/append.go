@@ -18,6 +18,19 @@ import (
 // written. A partition that no longer exists fails the whole call with an
 // error wrapping queengo.ErrNotFound.
 func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error) {
+	var out [][]uuid.UUID
+	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		out, err = appendSegments(ctx, c, segs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error appending segments: %w", err)
+	}
+	return out, nil
+}
+
+func appendSegments(ctx context.Context, q querier, segs []queengo.Segment) ([][]uuid.UUID, error) {
 	n, size := 0, 0
 	for i := range segs {
 		for j := range segs[i].Frames {
@@ -45,11 +58,8 @@ func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UU
 		}
 	}
 	var dups []pgtype.UUID
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, parts, seg, txids, ids, enc).Scan(&dups)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error appending segments: %w", err)
+	if err := q.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, parts, seg, txids, ids, enc).Scan(&dups); err != nil {
+		return nil, err
 	}
 	out := make([][]uuid.UUID, len(segs))
 	k := 0

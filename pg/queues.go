@@ -31,25 +31,33 @@ func scanQueue(row pgx.Row) (queengo.Queue, error) {
 // namespace and task derived from its dotted name when it does not exist
 // (implicit creation by a push or a queue-scoped pop).
 func (s *Store) EnsureQueue(ctx context.Context, name string) (queengo.Queue, error) {
-	ns, task := queengo.DeriveNamespaceTask(name)
 	var q queengo.Queue
 	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		return retryRace(func() error {
-			var err error
-			q, err = scanQueue(c.QueryRow(ctx, `WITH ins AS (
+		var err error
+		q, err = ensureQueue(ctx, c, name)
+		return err
+	})
+	if err != nil {
+		return q, fmt.Errorf("error ensuring queue %q: %w", name, err)
+	}
+	return q, nil
+}
+
+func ensureQueue(ctx context.Context, c querier, name string) (queengo.Queue, error) {
+	ns, task := queengo.DeriveNamespaceTask(name)
+	var q queengo.Queue
+	err := retryRace(func() error {
+		var err error
+		q, err = scanQueue(c.QueryRow(ctx, `WITH ins AS (
     INSERT INTO queen.queues (name, namespace, task) VALUES ($1, $2, $3)
     ON CONFLICT (name) DO NOTHING RETURNING `+queueColumns+`)
 SELECT * FROM ins
 UNION ALL
 SELECT `+queueColumns+` FROM queen.queues WHERE name = $1
 LIMIT 1`, name, ns, task))
-			return err
-		})
+		return err
 	})
-	if err != nil {
-		return q, fmt.Errorf("error ensuring queue %q: %w", name, err)
-	}
-	return q, nil
+	return q, err
 }
 
 // GetQueue returns the queue or an error wrapping queengo.ErrNotFound.

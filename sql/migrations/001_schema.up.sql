@@ -46,14 +46,18 @@ CREATE TABLE queen.partitions (
 );
 
 -- One row per committed write: frames first_offset..last_offset, encoded by
--- the broker (see pg/frames.go). EXTERNAL storage: the payloads are mostly
--- JSON the broker already compressed nothing of, and pglz would spend CPU on
--- every insert and every pop for little gain (docs/benchmarks.md).
+-- the broker (see pg/frames.go) and concatenated; ends[i] is the byte offset
+-- just past frame i (1-based), so SQL can cut out single frames or a span
+-- without parsing them. EXTERNAL storage: pglz would spend CPU on every insert
+-- and every pop for little gain on small JSON frames, and uncompressed
+-- out-of-line values let substring() fetch only the chunks a span needs
+-- (docs/benchmarks.md).
 CREATE TABLE queen.segments (
     partition_id uuid NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
     first_offset bigint NOT NULL,
     last_offset  bigint NOT NULL,
     created_at   timestamptz NOT NULL,
+    ends         integer[] NOT NULL,
     frames       bytea NOT NULL,
     PRIMARY KEY (partition_id, first_offset)
 );
@@ -111,17 +115,14 @@ CREATE TABLE queen.attempts (
     PRIMARY KEY (partition_id, consumer_group, "offset")
 );
 
--- Dead letters keep a copy of the frame so they outlive segment retention (D5).
+-- Dead letters keep a copy of the frame (ids, payload) and of its segment's
+-- time, so they outlive segment retention (D5).
 CREATE TABLE queen.dead_letters (
     id                  uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     partition_id        uuid NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
     consumer_group      text NOT NULL,
     "offset"            bigint NOT NULL,
-    message_id          uuid NOT NULL,
-    transaction_id      text NOT NULL,
-    trace_id            uuid,
-    producer_sub        text,
-    payload             bytea NOT NULL,
+    frame               bytea NOT NULL,
     error_message       text,
     retry_count         integer NOT NULL DEFAULT 0,
     original_created_at timestamptz NOT NULL,

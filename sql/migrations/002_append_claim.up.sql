@@ -52,14 +52,26 @@ BEGIN
         INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
         SELECT h.pid, f.txid, h.head + f.rn, f.msgid FROM fresh f JOIN heads h USING (seg)
     ), ins_seg AS (
-        INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, frames)
-        SELECT h.pid, h.head + 1, h.head + h.n, h.ts,
-               (SELECT string_agg(f.frame, ''::bytea ORDER BY f.ord) FROM fresh f WHERE f.seg = h.seg)
-          FROM heads h
+        INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, ends, frames)
+        SELECT h.pid, h.head + 1, h.head + h.n, h.ts, x.ends, x.frames
+          FROM heads h,
+               LATERAL (SELECT array_agg(e.cum::integer ORDER BY e.ord) AS ends,
+                               string_agg(e.frame, ''::bytea ORDER BY e.ord) AS frames
+                          FROM (SELECT f.ord, f.frame, sum(length(f.frame)) OVER (ORDER BY f.ord) AS cum
+                                  FROM fresh f WHERE f.seg = h.seg) e) x
     )
     UPDATE queen.partitions p SET head = h.head + h.n, last_write_at = h.ts FROM heads h WHERE p.id = h.pid;
     RETURN v_dup;
 END;
+$$;
+
+-- frame_slice returns frames k0..k1 (0-based, inclusive) of a segment.
+CREATE FUNCTION queen.frame_slice(p_frames bytea, p_ends integer[], p_k0 integer, p_k1 integer)
+RETURNS bytea
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_k0 = 0 AND p_k1 = cardinality(p_ends) - 1 THEN p_frames
+                ELSE substring(p_frames FROM coalesce(p_ends[p_k0], 0) + 1
+                               FOR p_ends[p_k1 + 1] - coalesce(p_ends[p_k0], 0)) END
 $$;
 
 -- seed_offset is the committed offset a (partition, group) starts from at first
@@ -245,10 +257,15 @@ BEGIN
         SELECT coalesce(max(s.first_offset), v_froms[i]) INTO v_start FROM queen.segments s
          WHERE s.partition_id = v_pids[i] AND s.first_offset <= v_froms[i];
 
+        -- Only the span's frames leave the database: the first and last
+        -- segments are cut with their ends[] table.
         RETURN QUERY
         SELECT 'seg'::text, v_pids[i], v_pnames[i], v_qnames[i], v_froms[i], v_ends[i], v_leases[i] * 1000::bigint,
-               s.first_offset, to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), s.frames, NULL::bigint, NULL::boolean
-          FROM queen.segments s
+               s.first_offset + x.k0, to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               queen.frame_slice(s.frames, s.ends, x.k0, x.k1), NULL::bigint, NULL::boolean
+          FROM queen.segments s,
+               LATERAL (SELECT greatest(v_froms[i] - s.first_offset, 0)::integer AS k0,
+                               (least(v_ends[i], s.last_offset) - s.first_offset)::integer AS k1) x
          WHERE s.partition_id = v_pids[i] AND s.first_offset >= v_start AND s.first_offset <= v_ends[i]
          ORDER BY s.first_offset;
     END LOOP;

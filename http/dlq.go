@@ -1,0 +1,284 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queengo/queengo"
+)
+
+const (
+	// dlqLimitDefault and dlqLimitMax bound one page of dead letters.
+	dlqLimitDefault = 100
+	dlqLimitMax     = 1000
+)
+
+func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	f := queengo.DLQFilter{Queue: string(args.Peek("queue")), Group: string(args.Peek("consumerGroup")),
+		Partition: string(args.Peek("partition")), Limit: intArg(args, "limit", dlqLimitDefault), Offset: intArg(args, "offset", 0)}
+	if f.Limit <= 0 || f.Limit > dlqLimitMax {
+		f.Limit = min(max(f.Limit, dlqLimitDefault), dlqLimitMax)
+	}
+	f.Offset = max(f.Offset, 0)
+	for _, p := range []struct {
+		key string
+		dst **time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if v := string(args.Peek(p.key)); v != "" {
+			t, ok := parseTime(v)
+			if !ok {
+				writeError(ctx, badRequest(p.key+" must be an ISO-8601 time"))
+				return
+			}
+			*p.dst = &t
+		}
+	}
+	list, total, err := s.store.ListDeadLetters(ctx, f)
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	buf := append(make([]byte, 0, 256+len(list)*384), `{"messages":[`...)
+	for i := range list {
+		d := &list[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"id":`...)
+		buf = appendUUID(buf, d.ID)
+		buf = append(buf, `,"messageId":`...)
+		buf = appendUUID(buf, d.Frame.ID)
+		buf = append(buf, `,"transactionId":`...)
+		buf = appendString(buf, d.Frame.TransactionID)
+		buf = append(buf, `,"partitionId":`...)
+		buf = appendUUID(buf, d.PartitionID)
+		buf = append(buf, `,"queue":`...)
+		buf = appendString(buf, d.Queue)
+		buf = append(buf, `,"partition":`...)
+		buf = appendString(buf, d.Partition)
+		buf = append(buf, `,"consumerGroup":`...)
+		buf = appendString(buf, d.Group)
+		buf = append(buf, `,"errorMessage":`...)
+		buf = appendStringOrNull(buf, d.ErrorMessage)
+		buf = append(buf, `,"retryCount":`...)
+		buf = appendInt(buf, d.RetryCount)
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, d.Frame.Payload...)
+		buf = append(buf, `,"traceId":`...)
+		buf = appendUUIDOrNull(buf, d.Frame.TraceID)
+		buf = append(buf, `,"producerSub":`...)
+		buf = appendStringOrNull(buf, d.Frame.ProducerSub)
+		buf = append(buf, `,"createdAt":`...)
+		buf = appendString(buf, d.CreatedAt)
+		buf = append(buf, `,"failedAt":`...)
+		buf = appendString(buf, d.FailedAt)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `],"total":`...)
+	buf = appendInt(buf, total)
+	buf = append(buf, `,"pagination":{"limit":`...)
+	buf = appendInt(buf, f.Limit)
+	buf = append(buf, `,"offset":`...)
+	buf = appendInt(buf, f.Offset)
+	buf = append(buf, `}}`...)
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func pathUUID(ctx *fasthttp.RequestCtx, key string) (uuid.UUID, *apiError) {
+	v, _ := ctx.UserValue(key).(string)
+	id, err := uuid.Parse(v)
+	if err != nil {
+		e := badRequest(key + " must be a UUID")
+		return uuid.Nil, &e
+	}
+	return id, nil
+}
+
+var errDeadLetterNotFound = apiError{fasthttp.StatusNotFound, "dead letter not found"}
+
+func (s *Server) handleRequeueDLQ(ctx *fasthttp.RequestCtx) {
+	id, e := pathUUID(ctx, "id")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	d, f, err := s.broker.RequeueDeadLetter(ctx, id)
+	if errors.Is(err, queengo.ErrNotFound) {
+		writeError(ctx, errDeadLetterNotFound)
+		return
+	}
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	buf := append(make([]byte, 0, 256), `{"success":true,"requeued":true,"id":`...)
+	buf = appendUUID(buf, id)
+	buf = append(buf, `,"queue":`...)
+	buf = appendString(buf, d.Queue)
+	buf = append(buf, `,"partition":`...)
+	buf = appendString(buf, d.Partition)
+	buf = append(buf, `,"partitionId":`...)
+	buf = appendUUID(buf, d.PartitionID)
+	buf = append(buf, `,"messageId":`...)
+	buf = appendUUID(buf, f.ID)
+	buf = append(buf, `,"transactionId":`...)
+	buf = appendString(buf, f.TransactionID)
+	buf = append(buf, '}')
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func (s *Server) handleDeleteDLQ(ctx *fasthttp.RequestCtx) {
+	id, e := pathUUID(ctx, "id")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	ok, err := s.store.DeleteDeadLetter(ctx, id)
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	if !ok {
+		writeError(ctx, errDeadLetterNotFound)
+		return
+	}
+	buf := append(make([]byte, 0, 96), `{"success":true,"deleted":true,"id":`...)
+	buf = appendUUID(buf, id)
+	buf = append(buf, '}')
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
+	pid, e := pathUUID(ctx, "partitionId")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	txid, _ := ctx.UserValue("transactionId").(string)
+	m, err := s.store.GetMessage(ctx, pid, txid)
+	if errors.Is(err, queengo.ErrNotFound) {
+		writeError(ctx, apiError{fasthttp.StatusNotFound, "Message not found"})
+		return
+	}
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	status, retries, leaseExp := "pending", 0, ""
+	for _, g := range m.Groups {
+		retries = max(retries, g.Failures)
+		if g.Group == queengo.QueueModeGroup {
+			status, leaseExp = g.Status, g.LeaseExpiresAt
+		}
+	}
+	buf := append(make([]byte, 0, 1024), `{"id":`...)
+	buf = appendUUID(buf, m.ID)
+	buf = append(buf, `,"transactionId":`...)
+	buf = appendString(buf, m.TransactionID)
+	buf = append(buf, `,"partitionId":`...)
+	buf = appendUUID(buf, m.PartitionID)
+	buf = append(buf, `,"queuePath":`...)
+	buf = appendString(buf, m.Queue+"/"+m.Partition)
+	buf = append(buf, `,"queue":`...)
+	buf = appendString(buf, m.Queue)
+	buf = append(buf, `,"partition":`...)
+	buf = appendString(buf, m.Partition)
+	buf = append(buf, `,"namespace":`...)
+	buf = appendString(buf, m.Namespace)
+	buf = append(buf, `,"task":`...)
+	buf = appendString(buf, m.Task)
+	buf = append(buf, `,"status":`...)
+	buf = appendString(buf, status)
+	buf = append(buf, `,"deleted":`...)
+	buf = appendBool(buf, m.Deleted)
+	buf = append(buf, `,"payload":`...)
+	buf = append(buf, m.Payload...)
+	buf = append(buf, `,"isEncrypted":false,"traceId":`...)
+	buf = appendUUIDOrNull(buf, m.TraceID)
+	buf = append(buf, `,"producerSub":`...)
+	buf = appendStringOrNull(buf, m.ProducerSub)
+	buf = append(buf, `,"createdAt":`...)
+	buf = appendString(buf, m.CreatedAt)
+	buf = append(buf, `,"retryCount":`...)
+	buf = appendInt(buf, retries)
+	buf = append(buf, `,"leaseExpiresAt":`...)
+	buf = appendStringOrNull(buf, leaseExp)
+	buf = append(buf, `,"queueConfig":{"leaseTime":`...)
+	buf = appendInt(buf, m.Options.LeaseTime)
+	buf = append(buf, `,"retryLimit":`...)
+	buf = appendInt(buf, m.Options.RetryLimit)
+	buf = append(buf, `,"retryDelay":`...)
+	buf = appendInt(buf, m.Options.RetryDelay)
+	buf = append(buf, `,"ttl":`...)
+	buf = appendInt(buf, m.Options.TTL)
+	buf = append(buf, `,"priority":`...)
+	buf = appendInt(buf, m.Options.Priority)
+	buf = append(buf, `},"consumerGroups":[`...)
+	for i, g := range m.Groups {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"name":`...)
+		buf = appendString(buf, g.Group)
+		buf = append(buf, `,"status":`...)
+		buf = appendString(buf, g.Status)
+		buf = append(buf, `,"consumed":`...)
+		buf = appendBool(buf, g.Status == "completed")
+		buf = append(buf, `,"attempts":`...)
+		buf = appendInt(buf, g.Failures)
+		buf = append(buf, `,"leaseExpiresAt":`...)
+		buf = appendStringOrNull(buf, g.LeaseExpiresAt)
+		buf = append(buf, '}')
+	}
+	buf = append(buf, `]}`...)
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
+
+func (s *Server) handleSubscription(ctx *fasthttp.RequestCtx) {
+	group, e := pathName(ctx, "group")
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
+	body := bytes.TrimSpace(ctx.PostBody())
+	if len(body) == 0 {
+		writeError(ctx, errEmptyBody)
+		return
+	}
+	var req struct {
+		TS json.RawMessage `json:"subscriptionTimestamp"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(ctx, badRequest("Invalid JSON: "+err.Error()))
+		return
+	}
+	v, ok, isNull := jsonString(req.TS)
+	if isNull {
+		writeError(ctx, badRequest("Missing subscriptionTimestamp in request body"))
+		return
+	}
+	t, parsed := parseTime(v)
+	if !ok || !parsed {
+		writeError(ctx, badRequest("subscriptionTimestamp must be an ISO-8601 time"))
+		return
+	}
+	n, err := s.store.SetSubscription(ctx, group, t)
+	if err != nil {
+		writeError(ctx, storeError(err))
+		return
+	}
+	buf := append(make([]byte, 0, 160), `{"success":true,"consumerGroup":`...)
+	buf = appendString(buf, group)
+	buf = append(buf, `,"newTimestamp":`...)
+	buf = appendString(buf, t.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	buf = append(buf, `,"rowsUpdated":`...)
+	buf = appendInt(buf, n)
+	buf = append(buf, '}')
+	writeJSON(ctx, fasthttp.StatusOK, buf)
+}
