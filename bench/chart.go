@@ -122,10 +122,8 @@ func renderChart(results []*Result) string {
 	if yHi <= yLo {
 		yHi = yLo * 10
 	}
-	xLo, xHi := float64(batches[0]), float64(batches[len(batches)-1])
-	if xHi <= xLo {
-		xLo, xHi = xLo/2, xLo*2
-	}
+	// Pad the x axis by half a step on each side so no point sits on the frame.
+	xLo, xHi := float64(batches[0])/1.6, float64(batches[len(batches)-1])*1.6
 	for pi, sc := range scenarios {
 		ox := float64(pi) * (panelW + 20)
 		plotW, plotH := panelW-left-right, panelH-top-bottom

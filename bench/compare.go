@@ -19,7 +19,7 @@ func cmdCompare(ctx context.Context, args []string) error {
 	popParts := fs.Int("pop-partitions", 1, "queengo: partitions one pop may claim")
 	payload := fs.Int("payload", PayloadDefault, "payload size in bytes")
 	pushDur := fs.Duration("push-duration", 10*time.Second, "duration of each push run")
-	msgs := fs.Int64("consume-messages", ConsumeMessagesDefault, "messages pre-filled for each consume run")
+	msgs := fs.Int64("consume-messages", 200000, "messages pre-filled for each consume run (enough for a drain of a few seconds on the peers)")
 	consumeMax := fs.Duration("consume-duration", 30*time.Second, "cap on each consume drain")
 	popTimeout := fs.Duration("pop-timeout", PopTimeoutDefault, "long-poll timeout of one pop")
 	skipConsume := fs.Bool("push-only", false, "skip the consume runs")
