@@ -180,9 +180,6 @@ func TestSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.ErrorKinds["ack: http 404"] > 0 {
-			t.Skip("the broker does not serve POST /api/v1/ack/batch yet")
-		}
 		if res.Messages <= 0 || res.Metrics["unique"] <= 0 {
 			t.Errorf("consume counted %d messages (%v distinct)", res.Messages, res.Metrics["unique"])
 		}
