@@ -50,7 +50,10 @@ type Backoff struct {
 
 // Config configures a Broker.
 type Config struct {
-	Store   Store
+	Store Store
+	// Notifier, when set, carries wake-ups to and from other broker
+	// processes on the same database.
+	Notifier Notifier
 	Backoff Backoff
 	Logger  *slog.Logger
 	// ClaimsInFlight caps the claim statements one queue actor runs at once;
@@ -77,6 +80,8 @@ type Broker struct {
 	closing        atomic.Bool
 	stopRefresh    chan struct{}
 	refreshDone    chan struct{}
+	cross          *crossProcess
+	stopCross      context.CancelFunc
 }
 
 // New starts the actor system and the registry.
@@ -103,6 +108,12 @@ func New(cfg Config) *Broker {
 	}))
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(b) }))
 	go b.refreshMaintenance()
+	if cfg.Notifier != nil {
+		var ctx context.Context
+		ctx, b.stopCross = context.WithCancel(context.Background())
+		b.cross = newCrossProcess(b, cfg.Notifier)
+		go b.cross.run(ctx)
+	}
 	return b
 }
 
@@ -114,6 +125,9 @@ func (b *Broker) Close() {
 	}
 	close(b.stopRefresh)
 	<-b.refreshDone
+	if b.stopCross != nil {
+		b.stopCross()
+	}
 	done := make(chan struct{})
 	b.system.Root.Send(b.registry, &releaseAll{done: done})
 	<-done
@@ -313,7 +327,22 @@ func (b *Broker) freed(queue string, partition uuid.UUID, group string) {
 	if queue == "" {
 		return
 	}
+	if group == "" {
+		b.announce(queue, partition)
+	}
+	b.offer(queue, partition, group)
+}
+
+// offer hands a possibly claimable partition to its queue's actor.
+func (b *Broker) offer(queue string, partition uuid.UUID, group string) {
 	b.system.Root.Send(b.queuePID(queue), &partitionFreed{partition: partition, group: group})
+}
+
+// announce tells other broker processes about a commit here.
+func (b *Broker) announce(queue string, partition uuid.UUID) {
+	if b.cross != nil {
+		b.cross.committed(queue, partition)
+	}
 }
 
 // QueueChanged tells the queue's actor that its row was created, replaced or

@@ -263,6 +263,7 @@ func (a *queueActor) onCommitDone(ctx actor.Context, m *commitDone) {
 			for _, rs := range a.ready {
 				rs.set[s.seg.Partition] = struct{}{}
 			}
+			a.b.announce(a.name, s.seg.Partition)
 		}
 		a.wakeAll()
 		ctx.Send(a.b.registry, &queuePushed{namespace: q.Namespace, task: q.Task})

@@ -64,7 +64,7 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		log.Warn("the database session time zone is not UTC: createdAt values carry a literal Z and will be wrong", "timezone", tz)
 	}
 
-	broker := actors.New(actors.Config{Store: store, Logger: log, Backoff: actors.Backoff{
+	broker := actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
 	}})

@@ -1,0 +1,83 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// NotifyChannel carries wake-ups between broker processes on one database:
+// a payload names a committed (queue, partition) and the process that wrote
+// it (D12).
+const NotifyChannel = "queengo_push"
+
+// listenerApp is the application_name of listener connections, so a process
+// can tell whether anyone else listens before it spends a commit on NOTIFY.
+const listenerApp = "queengo-listener"
+
+// Listen holds a dedicated connection that LISTENs on NotifyChannel and
+// calls fn with every payload until ctx ends, reconnecting after failures.
+// ready is called each time the LISTEN is in place.
+func (s *Store) Listen(ctx context.Context, ready func(), fn func(payload string)) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, ready, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("listener connection lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) error {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = listenerApp
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	ready()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fn(n.Payload)
+	}
+}
+
+// Notify sends the payloads on NotifyChannel in one statement.
+func (s *Store) Notify(ctx context.Context, payloads []string) error {
+	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, NotifyChannel, payloads)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("error notifying: %w", err)
+	}
+	return nil
+}
+
+// Listeners counts the broker listener connections on the database,
+// this process's own included.
+func (s *Store) Listeners(ctx context.Context) (int, error) {
+	var n int
+	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+			listenerApp).Scan(&n)
+	})
+	return n, err
+}
