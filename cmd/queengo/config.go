@@ -54,6 +54,8 @@ type Config struct {
 	PopWaitMax         time.Duration
 	ShutdownTimeout    time.Duration
 	LogLevel           slog.Level
+	// PprofAddr, when set, serves net/http/pprof there (for benchmarks).
+	PprofAddr string
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -96,6 +98,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.float("POP_WAIT_BACKOFF_MULTIPLIER", &c.PopWaitMultiplier)
 	e.millis("POP_WAIT_MAX_INTERVAL_MS", &c.PopWaitMax)
 	e.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
+	c.PprofAddr = getenv("PPROF_ADDR")
 	if v := getenv("LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			e.fail("LOG_LEVEL", v, "want debug, info, warn or error")
@@ -114,6 +117,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS)")
 	fs.DurationVar(&c.PopTimeout, "pop-timeout", c.PopTimeout, "default long-poll timeout (env DEFAULT_TIMEOUT, else POP_DEFAULT_TIMEOUT_MS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown bound (env SHUTDOWN_TIMEOUT_MS)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (env PPROF_ADDR)")
 	level := fs.String("log-level", c.LogLevel.String(), "debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only on PPROF_ADDR
 	"os"
 	"os/signal"
 	"strconv"
@@ -75,6 +77,12 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	}
 	log.Info("queengo listening", "addr", ln.Addr().String(), "pool_size", cfg.PoolSize)
 
+	if cfg.PprofAddr != "" {
+		go func() {
+			// The default mux carries only the pprof handlers.
+			log.Warn("pprof server stopped", "err", http.ListenAndServe(cfg.PprofAddr, nil))
+		}()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	sig := make(chan os.Signal, 1)

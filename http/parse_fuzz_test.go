@@ -1,0 +1,130 @@
+package http
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+)
+
+// FuzzParsePush feeds arbitrary bodies to the push parser: it must never
+// panic, must reject what is not JSON, and whatever it accepts must be safe
+// to store: valid names, a transaction id, a payload that is valid JSON.
+func FuzzParsePush(f *testing.F) {
+	for _, s := range []string{
+		`{"items":[{"queue":"q","payload":{"a":1}}]}`,
+		`{"items":[{"queue":"q.t","partition":"p","transactionId":"t","traceId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","payload":null}]}`,
+		`{"items":[]}`, `{"items":{}}`, `{}`, ``, `[`, `{"items":[1]}`, `{"items":[{"queue":1}]}`,
+		`{"items":[{"queue":"a b"}]}`, `{"items":[{"queue":"q","payload":  [1, 2 ,3 ] }]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items, e := parsePush(body)
+		if e != nil {
+			if e.Status != fasthttp.StatusBadRequest || e.Message == "" {
+				t.Fatalf("rejection is not a 400 with a message: %+v", e)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		for _, it := range items {
+			if checkName("queue", it.Queue) != nil || checkName("partition", it.Partition) != nil {
+				t.Fatalf("accepted bad names %q/%q", it.Queue, it.Partition)
+			}
+			if it.TransactionID == "" || len(it.TransactionID) > maxTxIDLen {
+				t.Fatalf("bad transaction id %q", it.TransactionID)
+			}
+			if !json.Valid(it.Payload) {
+				t.Fatalf("payload %q is not JSON", it.Payload)
+			}
+		}
+	})
+}
+
+// FuzzParseConfigure: never panics; accepted options are in range.
+func FuzzParseConfigure(f *testing.F) {
+	for _, s := range []string{
+		`{"queue":"q"}`, `{"queue":"q","namespace":null,"options":{"leaseTime":"30","minPopWaitTime":99999}}`,
+		`{"queue":"q","options":{"retryLimit":-1}}`, `{"options":{}}`, `{"queue":"q","options":{"priority":-5,"retentionEnabled":"true"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		name, _, _, o, e := parseConfigure(body)
+		if e != nil {
+			if e.Status != fasthttp.StatusBadRequest {
+				t.Fatalf("rejection is not a 400: %+v", e)
+			}
+			return
+		}
+		if checkName("queue", name) != nil {
+			t.Fatalf("accepted bad queue name %q", name)
+		}
+		if o.MinPopWaitTime < 0 || o.MinPopWaitTime > 60000 || o.LeaseTime < 0 || o.RetryLimit < 0 {
+			t.Fatalf("options out of range: %+v", o)
+		}
+	})
+}
+
+// FuzzParseTransaction: never panics; every accepted operation is complete.
+func FuzzParseTransaction(f *testing.F) {
+	for _, s := range []string{
+		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90"}]}`,
+		`{"operations":[{"type":"push","items":[{"queue":"q","payload":1}]}]}`,
+		`{"operations":[{"type":"push","queue":"q","data":{"x":1}}]}`,
+		`{"operations":[]}`, `{"operations":[{"type":"nope"}]}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ops, e := parseTransaction(body)
+		if e != nil {
+			return
+		}
+		if len(ops) == 0 {
+			t.Fatal("accepted a transaction without operations")
+		}
+		for _, op := range ops {
+			switch {
+			case op.Ack != nil:
+				if op.Ack.TransactionID == "" || op.Ack.Group == "" {
+					t.Fatalf("incomplete ack %+v", op.Ack)
+				}
+			case op.Push != nil:
+				if !json.Valid(op.Push.Payload) || checkName("queue", op.Push.Queue) != nil {
+					t.Fatalf("bad push %+v", op.Push)
+				}
+			default:
+				t.Fatal("empty operation")
+			}
+		}
+	})
+}
+
+// FuzzAppendString: the hand-written encoder agrees with encoding/json.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", `quo"te`, "back\\slash", "\n\t\r\x00\x1f", "é☃𝄞", "\u2028\u2029", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		enc := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(enc, &got); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %s: %v", s, enc, err)
+		}
+		want := s
+		if !utf8.ValidString(s) {
+			// encoding/json replaces each invalid byte with U+FFFD, as
+			// appendString does.
+			b, _ := json.Marshal(s)
+			_ = json.Unmarshal(b, &want)
+		}
+		if got != want {
+			t.Fatalf("%q round-tripped as %q, want %q", s, got, want)
+		}
+	})
+}
