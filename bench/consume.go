@@ -306,6 +306,12 @@ func runConsume(ctx context.Context, env *Env, tgt Target, p ConsumeParams) (*Re
 	res.Latency = lat.Total()
 	res.Errors, res.ErrorKinds, res.ErrorSamples = errs.Count(), errs.Kinds(), errs.Samples()
 	res.Interrupted = ctx.Err() != nil
+	if pl, ok := tgt.(phaseLatencies); ok {
+		res.Latencies = map[string]LatencySummary{}
+		for name, l := range pl.PhaseLatencies() {
+			res.Latencies[name] = l.Total()
+		}
+	}
 	res.metric("unique", float64(unique))
 	res.metric("redelivered", float64(dups))
 	res.metric("empty_polls", float64(empty.Load()))

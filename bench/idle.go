@@ -86,13 +86,20 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 	gMax, pgMax, busyMax := g0, 0, 0
 	start := time.Now()
 	// The polls are held for Duration after the last one has been started.
-	deadline := start.Add(time.Duration(float64(p.Polls)/float64(p.Ramp)*float64(time.Second)) + p.Duration)
+	// The deadline is planned from the ramp rate and moved later if the
+	// ramp-up took longer than planned.
+	var deadlineNs atomic.Int64
+	deadlineNs.Store(start.Add(time.Duration(float64(p.Polls)/float64(p.Ramp)*float64(time.Second)) + p.Duration).UnixNano())
+	deadline := func() time.Time { return time.Unix(0, deadlineNs.Load()) }
 
 	tk := env.progress(func(elapsed, dt time.Duration) string {
+		// /health is timed only while the polls are parked; at the deadline
+		// they all answer at once, which is a different measurement.
+		holding := time.Until(deadline()) > time.Second
 		t0 := time.Now()
 		if err := cl.Health(); err != nil {
 			errs.Add(err)
-		} else {
+		} else if holding {
 			health.Record(0, time.Since(t0))
 		}
 		n := parked.Load()
@@ -105,7 +112,7 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 		parkedMax = max(parkedMax, n)
 		// The minimum counts only while every poll should be parked: after the
 		// ramp-up and before the final polls start to end at the deadline.
-		if rampDone.Load() && time.Until(deadline) > time.Second && (parkedMin < 0 || n < parkedMin) {
+		if rampDone.Load() && holding && (parkedMin < 0 || n < parkedMin) {
 			parkedMin = n
 		}
 		if ok {
@@ -127,7 +134,7 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 			defer wg.Done()
 			q := queues[i%len(queues)]
 			for runCtx.Err() == nil {
-				remaining := time.Until(deadline)
+				remaining := time.Until(deadline())
 				if remaining < 500*time.Millisecond {
 					return
 				}
@@ -148,7 +155,14 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 				}
 			}
 		}()
-		time.Sleep(rampEvery)
+		// Pace by the schedule, not by sleeping a fixed gap: a sleep of
+		// 500µs takes a millisecond or more, which would halve the rate.
+		if ahead := time.Until(start.Add(time.Duration(i+1) * rampEvery)); ahead > time.Millisecond {
+			time.Sleep(ahead)
+		}
+	}
+	if late := time.Now().Add(p.Duration); late.After(deadline()) {
+		deadlineNs.Store(late.UnixNano())
 	}
 	rampDone.Store(true)
 	env.logf("idle %s: %d polls parked after %.1fs; holding for %s", tgt.Name(), p.Polls, time.Since(start).Seconds(), p.Duration)

@@ -263,9 +263,25 @@ var throughputColumns = append([]column{
 	{"errors", func(r *Result) string { return fInt(r.Errors) }},
 }, costColumns...)
 
+// phaseColumns split a queengo consume request into its pop and its ack.
+var phaseColumns = []column{
+	{"target", func(r *Result) string { return r.Target }},
+	{"batch", fParam(func(p Params) int { return p.Batch })},
+	{"consumers", fParam(func(p Params) int { return p.Consumers })},
+	{"groups", fParam(func(p Params) int { return p.Groups })},
+	{"pop p50 ms", fLat("pop", p50)},
+	{"pop p99 ms", fLat("pop", p99)},
+	{"ack p50 ms", fLat("ack", p50)},
+	{"ack p99 ms", fLat("ack", p99)},
+	{"empty polls", fMetric("empty_polls", 0)},
+	{"redelivered", fMetric("redelivered", 0)},
+	{"drained", fMetric("drained", 0)},
+}
+
 // tables lists the Markdown tables in the order they are written.
 var tables = []table{
 	{"Push and consume", scenarioIs("push", "consume"), throughputColumns},
+	{"Consume: pop and ack separately", func(s string) bool { return s == "consume" }, phaseColumns},
 	{"End to end at a fixed offered rate", scenarioIs("e2e"), append([]column{
 		{"target", func(r *Result) string { return r.Target }},
 		{"producers", fParam(func(p Params) int { return p.Connections })},

@@ -96,6 +96,20 @@ type queenTarget struct {
 	client *QueenClient
 	pid    int
 	layout Layout
+
+	// popLat and ackLat split a consumer's receive into its two requests.
+	popLat, ackLat *Latency
+}
+
+// phaseLatencies is implemented by targets whose receive consists of
+// separately timed requests; the consume scenario reports each phase.
+type phaseLatencies interface {
+	PhaseLatencies() map[string]*Latency
+}
+
+// PhaseLatencies returns the pop and ack latencies since Prepare.
+func (t *queenTarget) PhaseLatencies() map[string]*Latency {
+	return map[string]*Latency{"pop": t.popLat, "ack": t.ackLat}
 }
 
 // newQueenTarget returns the HTTP target. pid 0 means: find the process
@@ -119,6 +133,7 @@ func (t *queenTarget) Close() error       { return nil }
 
 func (t *queenTarget) Prepare(ctx context.Context, l Layout) error {
 	t.layout = l
+	t.popLat, t.ackLat = NewLatency(l.Consumers*max(l.Groups, 1)), NewLatency(l.Consumers*max(l.Groups, 1))
 	// Queues and partitions are created by the first push; a failed
 	// health check here gives a clearer error than the first failed push.
 	if err := t.client.Health(); err != nil {
@@ -136,7 +151,7 @@ func (t *queenTarget) NewPublisher(ctx context.Context, worker int) (Publisher, 
 }
 
 func (t *queenTarget) NewConsumer(ctx context.Context, group, worker int) (Consumer, error) {
-	return &queenConsumer{t: t, group: groupName(group, t.layout.Groups)}, nil
+	return &queenConsumer{t: t, group: groupName(group, t.layout.Groups), worker: worker}, nil
 }
 
 // queenPublisher builds push bodies in reused buffers.
@@ -184,22 +199,32 @@ func (p *queenPublisher) Close() error { return nil }
 // queenConsumer pops with a long poll and acknowledges each batch with one
 // batch ack.
 type queenConsumer struct {
-	t     *queenTarget
-	group string
-	buf   []byte
+	t      *queenTarget
+	group  string
+	worker int
+	buf    []byte
 }
 
 func (c *queenConsumer) Receive(ctx context.Context, max int, fn func([]byte)) (int, error) {
 	l := c.t.layout
+	t0 := time.Now()
 	res, err := c.t.client.Pop(l.Name, PopQuery{Batch: max, Partitions: l.PopPartitions, Wait: true,
 		Timeout: l.PopTimeout, ConsumerGroup: c.group})
 	if err != nil {
 		return 0, err
 	}
+	if len(res.Messages) == 0 {
+		return 0, nil
+	}
+	t1 := time.Now()
+	c.t.popLat.Record(c.worker, t1.Sub(t0))
 	for _, m := range res.Messages {
 		fn(m.Data)
 	}
 	c.buf, err = c.t.client.AckBatch(c.buf, c.group, res.Messages)
+	if err == nil {
+		c.t.ackLat.Record(c.worker, time.Since(t1))
+	}
 	return len(res.Messages), err
 }
 
