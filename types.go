@@ -251,7 +251,6 @@ type MessageInfo struct {
 	Message
 	Namespace, Task string
 	Options         QueueOptions
-	Deleted         bool
 	Groups          []GroupState
 }
 

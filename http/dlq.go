@@ -195,8 +195,6 @@ func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
 	buf = appendString(buf, m.Task)
 	buf = append(buf, `,"status":`...)
 	buf = appendString(buf, status)
-	buf = append(buf, `,"deleted":`...)
-	buf = appendBool(buf, m.Deleted)
 	buf = append(buf, `,"payload":`...)
 	buf = append(buf, m.Payload...)
 	buf = append(buf, `,"isEncrypted":false,"traceId":`...)

@@ -222,14 +222,13 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 		var qid uuid.UUID
 		err := c.QueryRow(ctx, `SELECT x."offset", p.name, q.id, q.name,
        queen.frame_at(s.frames, s.ends, (x."offset" - s.first_offset)::integer),
-       to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-       EXISTS (SELECT 1 FROM queen.tombstones t WHERE t.partition_id = x.partition_id AND t."offset" = x."offset")
+       to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
   FROM queen.txids x
   JOIN queen.partitions p ON p.id = x.partition_id
   JOIN queen.queues q ON q.id = p.queue_id
   JOIN queen.segments s ON s.partition_id = x.partition_id AND s.first_offset <= x."offset" AND s.last_offset >= x."offset"
  WHERE x.partition_id = $1 AND x.transaction_id = $2`, partition, txid).Scan(&off, &m.Partition, &qid, &m.Queue,
-			&frame, &m.CreatedAt, &m.Deleted)
+			&frame, &m.CreatedAt)
 		if err != nil {
 			return err
 		}

@@ -131,13 +131,6 @@ CREATE TABLE queen.dead_letters (
 );
 CREATE INDEX dead_letters_failed_at ON queen.dead_letters (failed_at DESC);
 
--- Tombstones of single messages deleted through the management route (D10).
-CREATE TABLE queen.tombstones (
-    partition_id uuid NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
-    "offset"     bigint NOT NULL,
-    PRIMARY KEY (partition_id, "offset")
-);
-
 -- Process-wide switches shared by every broker process (D11).
 CREATE TABLE queen.system_state (
     key        text PRIMARY KEY,

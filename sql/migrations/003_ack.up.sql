@@ -7,60 +7,6 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT substring(p_frames FROM coalesce(p_ends[p_k], 0) + 1 FOR p_ends[p_k + 1] - coalesce(p_ends[p_k], 0))
 $$;
 
--- advance_cursor moves committed over the contiguous prefix of resolved
--- offsets (acked inside the span, dead-lettered, or tombstoned), never
--- backwards, and ends the lease when its whole span is resolved. It returns
--- whether the lease ended. The caller holds the cursor row's lock.
-CREATE FUNCTION queen.advance_cursor(p_partition uuid, p_group text)
-RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-    c       record;
-    v_next  bigint;
-    v_acked bigint[];
-    v_moved bigint := 0;
-BEGIN
-    SELECT * INTO c FROM queen.cursors WHERE partition_id = p_partition AND consumer_group = p_group;
-    v_next := c.committed;
-    v_acked := c.acked;
-    LOOP
-        IF (v_next + 1) = ANY (v_acked) THEN
-            v_acked := array_remove(v_acked, v_next + 1);
-        ELSIF NOT EXISTS (SELECT 1 FROM queen.tombstones t
-                           WHERE t.partition_id = p_partition AND t."offset" = v_next + 1)
-              OR c.lease_end IS NULL OR v_next + 1 > c.lease_end THEN
-            EXIT;
-        END IF;
-        v_next := v_next + 1;
-        v_moved := v_moved + 1;
-    END LOOP;
-    IF c.lease_end IS NOT NULL AND v_next >= c.lease_end THEN
-        UPDATE queen.cursors SET committed = v_next, acked = '{}', lease_id = NULL, lease_end = NULL,
-               lease_expires_at = NULL, total_consumed = total_consumed + v_moved, last_consumed_at = now()
-         WHERE partition_id = p_partition AND consumer_group = p_group;
-        RETURN true;
-    END IF;
-    UPDATE queen.cursors SET committed = v_next, acked = v_acked, total_consumed = total_consumed + v_moved,
-           last_consumed_at = CASE WHEN v_moved > 0 THEN now() ELSE last_consumed_at END
-     WHERE partition_id = p_partition AND consumer_group = p_group;
-    RETURN false;
-END;
-$$;
-
--- end_lease ends a lease early (a failed or retry ack): committed keeps the
--- resolved prefix, acks recorded beyond it are dropped so those offsets are
--- delivered again (D3), and the span is claimable again after p_delay_ms.
-CREATE FUNCTION queen.end_lease(p_partition uuid, p_group text, p_delay_ms integer)
-RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM queen.advance_cursor(p_partition, p_group);
-    UPDATE queen.cursors SET acked = '{}', lease_id = NULL, lease_end = NULL, lease_expires_at = NULL,
-           not_before = CASE WHEN p_delay_ms > 0 THEN now() + make_interval(secs => p_delay_ms / 1000.0) END
-     WHERE partition_id = p_partition AND consumer_group = p_group;
-END;
-$$;
-
 -- dead_letter copies the frame at p_offset into the dead letters of the group.
 CREATE FUNCTION queen.dead_letter(p_partition uuid, p_group text, p_offset bigint, p_error text, p_retries integer)
 RETURNS void
@@ -77,9 +23,17 @@ $$;
 -- ack applies acknowledgements: item i acks transaction p_txids[i] of
 -- partition p_parts[i] for group p_groups[i] with status p_statuses[i]. Items
 -- are applied in (partition, group, message offset) order, whatever order
--- they came in, so cursor row locks are always taken in one order and a
--- mixed batch resolves the same way however it was sent. A given lease id
--- must be the live one. Per-item problems are results, not errors.
+-- they came in, so cursor rows are locked in one order and a mixed batch
+-- resolves the same way however it was sent. Each (partition, group) cursor
+-- is locked and written once per call, however many items it gets.
+--
+-- D2: an ack must hit the live span (committed, lease_end], and the live
+-- lease when it names one; committed advances over the contiguous prefix of
+-- resolved offsets (acked or dead-lettered), never backwards; the lease ends
+-- when its whole span is resolved. D3: failed (budget left) or retry ends the
+-- lease at once, keeps the resolved prefix, drops the acks beyond it, and for
+-- failed delays the rest by retryDelay. D4: the (retryLimit+1)-th failure of
+-- an offset dead-letters it. Per-item problems are results, not errors.
 CREATE FUNCTION queen.ack(
     p_parts    uuid[],
     p_txids    text[],
@@ -98,20 +52,23 @@ CREATE FUNCTION queen.ack(
 )
 LANGUAGE plpgsql AS $$
 DECLARE
-    i         integer;
-    r         record;
-    v_off     bigint;
-    c         record;
-    v_qname   text;
-    v_pname   text;
-    v_limit   integer;
-    v_delay   integer;
-    v_fails   integer;
-    v_status  text;
-    v_ended   boolean;
+    r           record;
+    v_part      uuid;
+    v_grp       text;
+    v_found     boolean := false;
+    v_committed bigint;
+    v_lease     uuid;
+    v_end       bigint;
+    v_expires   timestamptz;
+    v_acked     bigint[];
+    v_not_bef   timestamptz;
+    v_moved     bigint;
+    v_dirty     boolean := false;
+    v_fails     integer;
+    v_status    text;
 BEGIN
     FOR r IN
-        SELECT t.ord::integer AS i, x."offset" AS off, q.name AS qname, p.name AS pname,
+        SELECT t.ord::integer AS i, t.part, t.grp, x."offset" AS off, q.name AS qname, p.name AS pname,
                q.retry_limit, q.retry_delay
           FROM unnest(p_parts, p_txids, p_groups) WITH ORDINALITY AS t(part, txid, grp, ord)
           LEFT JOIN queen.txids x ON x.partition_id = t.part AND x.transaction_id = t.txid
@@ -119,65 +76,88 @@ BEGIN
           LEFT JOIN queen.queues q ON q.id = p.queue_id
          ORDER BY t.part, t.grp, x."offset", t.ord
     LOOP
-        i := r.i; v_off := r.off; v_qname := r.qname; v_pname := r.pname;
-        v_limit := r.retry_limit; v_delay := r.retry_delay;
-        idx := i; success := false; error := NULL; lease_released := false; dlq := false;
+        idx := r.i; success := false; error := NULL; lease_released := false; dlq := false;
         queue_name := NULL; partition_name := NULL; v_fails := NULL;
-        v_status := p_statuses[i];
-        IF v_qname IS NULL OR v_off IS NULL THEN
+        v_status := p_statuses[r.i];
+        IF r.qname IS NULL OR r.off IS NULL THEN
             error := 'Message not found';
             RETURN NEXT;
             CONTINUE;
         END IF;
-        queue_name := v_qname; partition_name := v_pname;
+        queue_name := r.qname; partition_name := r.pname;
         IF v_status NOT IN ('completed', 'success', 'failed', 'retry', 'dlq') THEN
             RETURN NEXT; -- unknown status: nothing happens (A-12)
             CONTINUE;
         END IF;
 
-        SELECT * INTO c FROM queen.cursors
-         WHERE partition_id = p_parts[i] AND consumer_group = p_groups[i] FOR UPDATE;
-        IF NOT FOUND OR c.lease_id IS NULL OR c.lease_expires_at <= now()
-           OR v_off <= c.committed OR v_off > c.lease_end
-           OR (p_leases[i] IS NOT NULL AND p_leases[i] <> c.lease_id) THEN
+        IF v_part IS DISTINCT FROM r.part OR v_grp IS DISTINCT FROM r.grp THEN
+            IF v_dirty THEN
+                UPDATE queen.cursors SET committed = v_committed, acked = v_acked, lease_id = v_lease,
+                       lease_end = v_end, lease_expires_at = v_expires, not_before = v_not_bef,
+                       total_consumed = total_consumed + v_moved,
+                       last_consumed_at = CASE WHEN v_moved > 0 THEN now() ELSE last_consumed_at END
+                 WHERE partition_id = v_part AND consumer_group = v_grp;
+            END IF;
+            v_part := r.part; v_grp := r.grp; v_dirty := false; v_moved := 0;
+            SELECT c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked, c.not_before
+              INTO v_committed, v_lease, v_end, v_expires, v_acked, v_not_bef
+              FROM queen.cursors c WHERE c.partition_id = r.part AND c.consumer_group = r.grp FOR UPDATE;
+            v_found := FOUND;
+        END IF;
+
+        IF NOT v_found OR v_lease IS NULL OR v_expires <= now() OR r.off <= v_committed OR r.off > v_end
+           OR (p_leases[r.i] IS NOT NULL AND p_leases[r.i] <> v_lease) THEN
             error := 'Invalid or expired lease';
             RETURN NEXT;
             CONTINUE;
         END IF;
+        v_dirty := true;
 
         IF v_status = 'failed' THEN
-            SELECT a.failures INTO v_fails FROM queen.attempts a
-             WHERE a.partition_id = p_parts[i] AND a.consumer_group = p_groups[i] AND a."offset" = v_off;
-            v_fails := coalesce(v_fails, 0);
-            IF v_fails >= v_limit THEN
-                v_status := 'dlq'; -- the (retryLimit+1)-th failure (D4)
+            INSERT INTO queen.attempts AS a (partition_id, consumer_group, "offset", failures)
+            VALUES (r.part, r.grp, r.off, 1)
+            ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE SET failures = a.failures + 1
+            RETURNING a.failures INTO v_fails;
+            IF v_fails > r.retry_limit THEN
+                v_status := 'dlq';
             END IF;
-            INSERT INTO queen.attempts (partition_id, consumer_group, "offset", failures)
-            VALUES (p_parts[i], p_groups[i], v_off, 1)
-            ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE SET failures = queen.attempts.failures + 1;
         END IF;
 
-        IF v_status IN ('completed', 'success') THEN
-            UPDATE queen.cursors SET acked = CASE WHEN v_off = ANY (acked) THEN acked ELSE acked || v_off END
-             WHERE partition_id = p_parts[i] AND consumer_group = p_groups[i];
-            lease_released := queen.advance_cursor(p_parts[i], p_groups[i]);
-        ELSIF v_status = 'dlq' THEN
-            PERFORM queen.dead_letter(p_parts[i], p_groups[i], v_off,
-                                      coalesce(nullif(p_errors[i], ''), 'Retries exhausted'),
-                                      coalesce(v_fails, 0));
-            UPDATE queen.cursors SET acked = CASE WHEN v_off = ANY (acked) THEN acked ELSE acked || v_off END
-             WHERE partition_id = p_parts[i] AND consumer_group = p_groups[i];
-            lease_released := queen.advance_cursor(p_parts[i], p_groups[i]);
+        IF v_status = 'dlq' THEN
+            -- retryCount: the retries the message had (failures before this one).
+            PERFORM queen.dead_letter(r.part, r.grp, r.off, coalesce(nullif(p_errors[r.i], ''), 'Retries exhausted'),
+                                      coalesce(v_fails - 1, (SELECT a.failures FROM queen.attempts a
+                                                              WHERE a.partition_id = r.part AND a.consumer_group = r.grp
+                                                                AND a."offset" = r.off), 0));
             dlq := true;
-        ELSE
-            -- failed with budget left, or retry: the lease ends now and the
-            -- unresolved rest is delivered again (after retryDelay for failed).
-            PERFORM queen.end_lease(p_parts[i], p_groups[i], CASE WHEN v_status = 'failed' THEN v_delay ELSE 0 END);
+        END IF;
+        IF v_status IN ('completed', 'success', 'dlq') AND NOT r.off = ANY (v_acked) THEN
+            v_acked := v_acked || r.off;
+        END IF;
+        -- Advance over the contiguous resolved prefix.
+        WHILE (v_committed + 1) = ANY (v_acked) LOOP
+            v_acked := array_remove(v_acked, v_committed + 1);
+            v_committed := v_committed + 1;
+            v_moved := v_moved + 1;
+        END LOOP;
+        IF v_status IN ('failed', 'retry') OR v_committed >= v_end THEN
+            -- The lease ends: the whole span is resolved, or a failure or
+            -- retry hands the unresolved rest back for redelivery.
+            v_acked := '{}'; v_lease := NULL; v_end := NULL; v_expires := NULL;
+            v_not_bef := CASE WHEN v_status = 'failed' AND r.retry_delay > 0
+                              THEN now() + make_interval(secs => r.retry_delay / 1000.0) END;
             lease_released := true;
         END IF;
         success := true;
         RETURN NEXT;
     END LOOP;
+    IF v_dirty THEN
+        UPDATE queen.cursors SET committed = v_committed, acked = v_acked, lease_id = v_lease,
+               lease_end = v_end, lease_expires_at = v_expires, not_before = v_not_bef,
+               total_consumed = total_consumed + v_moved,
+               last_consumed_at = CASE WHEN v_moved > 0 THEN now() ELSE last_consumed_at END
+         WHERE partition_id = v_part AND consumer_group = v_grp;
+    END IF;
 END;
 $$;
 
