@@ -115,7 +115,7 @@ func (p *PG) Settings(ctx context.Context) (map[string]string, error) {
 	for i, n := range pgSettingNames {
 		names[i] = quoteLiteral(n)
 	}
-	s, err := p.Query(ctx, "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN ("+
+	s, err := p.Query(ctx, "SELECT name, current_setting(name) FROM pg_settings WHERE name IN ("+
 		strings.Join(names, ",")+") ORDER BY name")
 	if err != nil {
 		return nil, err
