@@ -25,6 +25,7 @@ var (
 	errPartitionString  = apiError{fasthttp.StatusBadRequest, "Partition must be a string"}
 	errTxIDString       = apiError{fasthttp.StatusBadRequest, "TransactionId must be a string"}
 	errTxIDTooLong      = apiError{fasthttp.StatusBadRequest, "TransactionId must be at most 1024 bytes"}
+	errTxIDNUL          = apiError{fasthttp.StatusBadRequest, "TransactionId must not contain NUL characters"}
 	errTraceIDString    = apiError{fasthttp.StatusBadRequest, "TraceId must be a string"}
 	errTraceIDUUID      = apiError{fasthttp.StatusBadRequest, "TraceId must be a UUID"}
 	errQueueRequired    = apiError{fasthttp.StatusBadRequest, "queue is required"}

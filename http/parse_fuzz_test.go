@@ -1,7 +1,9 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -31,7 +33,29 @@ func FuzzParsePush(f *testing.F) {
 		if !json.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q", body)
 		}
+		// Differential: encoding/json must see the same payloads, compacted.
+		var ref struct {
+			Items []struct {
+				Payload json.RawMessage `json:"payload"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(body, &ref); err == nil && len(ref.Items) == len(items) {
+			for i, it := range ref.Items {
+				want := []byte("null")
+				if it.Payload != nil {
+					var b bytes.Buffer
+					_ = json.Compact(&b, it.Payload)
+					want = b.Bytes()
+				}
+				if !bytes.Equal(items[i].Payload, want) {
+					t.Fatalf("item %d payload %q, encoding/json says %q", i, items[i].Payload, want)
+				}
+			}
+		}
 		for _, it := range items {
+			if strings.IndexByte(it.TransactionID, 0) >= 0 || !utf8.ValidString(it.TransactionID) {
+				t.Fatalf("transaction id %q cannot be stored as text", it.TransactionID)
+			}
 			if checkName("queue", it.Queue) != nil || checkName("partition", it.Partition) != nil {
 				t.Fatalf("accepted bad names %q/%q", it.Queue, it.Partition)
 			}

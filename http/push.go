@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -14,10 +15,7 @@ import (
 // maxTxIDLen keeps transaction ids well inside PostgreSQL's btree row limit.
 const maxTxIDLen = 1024
 
-type rawPushBody struct {
-	Items json.RawMessage `json:"items"`
-}
-
+// rawPushItem is a push item as the transaction route decodes it.
 type rawPushItem struct {
 	Queue         json.RawMessage `json:"queue"`
 	Partition     json.RawMessage `json:"partition"`
@@ -26,91 +24,254 @@ type rawPushItem struct {
 	TraceID       json.RawMessage `json:"traceId"`
 }
 
-// parsePush validates a push body. Any problem rejects the whole request, so
-// nothing of a bad request is written.
+// kind is the JSON type of an optional string field.
+type kind uint8
+
+const (
+	kindAbsent kind = iota // missing or null
+	kindString
+	kindOther
+)
+
+// itemFields are one push item's fields, decoded but not yet validated.
+type itemFields struct {
+	queue, partition, txid, trace     string
+	queueK, partitionK, txidK, traceK kind
+	payload                           []byte // raw JSON; nil when absent
+	spaced                            bool   // payload has whitespace to compact
+}
+
+// parsePush validates a push body in one pass. Any problem rejects the whole
+// request, so nothing of a bad request is written. Payloads are copied out of
+// the body (compacted when they carry whitespace) into one buffer.
 func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
+	s := &scanner{b: body}
+	if s.peek() == 0 {
 		return nil, &errEmptyBody
 	}
-	var raw rawPushBody
-	if err := json.Unmarshal(body, &raw); err != nil {
-		e := badRequest("Invalid JSON: " + err.Error())
-		return nil, &e
-	}
-	if len(raw.Items) == 0 || raw.Items[0] != '[' {
+	if !s.consume('{') {
+		if err := s.skip(0); err != nil {
+			return nil, invalidJSON(err)
+		}
 		return nil, &errItemsRequired
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw.Items, &items); err != nil {
+	var items []itemFields
+	found := false
+	if !s.consume('}') {
+		for {
+			s.ws()
+			key, err := s.str()
+			if err != nil || !s.consume(':') {
+				return nil, invalidJSON(errSyntax)
+			}
+			if key == "items" {
+				found = true
+				var e *apiError
+				if items, e = parseItems(s); e != nil {
+					return nil, e
+				}
+			} else if err := s.skip(0); err != nil {
+				return nil, invalidJSON(err)
+			}
+			if s.consume(',') {
+				continue
+			}
+			if s.consume('}') {
+				break
+			}
+			return nil, invalidJSON(errSyntax)
+		}
+	}
+	if s.peek() != 0 {
+		return nil, invalidJSON(errTrailing)
+	}
+	if !found {
 		return nil, &errItemsRequired
 	}
+	size := 0
+	for i := range items {
+		size += len(items[i].payload)
+	}
+	arena := make([]byte, 0, size)
 	out := make([]queengo.PushItem, len(items))
-	for i, it := range items {
-		if len(it) == 0 || it[0] != '{' {
-			return nil, &errItemObject
-		}
-		var ri rawPushItem
-		if err := json.Unmarshal(it, &ri); err != nil {
-			e := badRequest("Invalid JSON: " + err.Error())
-			return nil, &e
-		}
-		if e := fillItem(&out[i], &ri); e != nil {
+	for i := range items {
+		if e := buildItem(&out[i], &items[i], &arena); e != nil {
 			return nil, e
 		}
 	}
 	return out, nil
 }
 
-func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
-	q, ok, isNull := jsonString(ri.Queue)
-	if !ok || isNull {
+func invalidJSON(err error) *apiError {
+	e := badRequest("Invalid JSON: " + err.Error())
+	return &e
+}
+
+// parseItems reads the items array at the cursor.
+func parseItems(s *scanner) ([]itemFields, *apiError) {
+	if s.peek() != '[' {
+		if err := s.skip(0); err != nil {
+			return nil, invalidJSON(err)
+		}
+		return nil, &errItemsRequired
+	}
+	s.i++
+	var items []itemFields
+	if s.consume(']') {
+		return items, nil
+	}
+	for {
+		if s.peek() != '{' {
+			if err := s.skip(1); err != nil {
+				return nil, invalidJSON(err)
+			}
+			return nil, &errItemObject
+		}
+		s.i++
+		var f itemFields
+		if !s.consume('}') {
+			for {
+				s.ws()
+				key, err := s.str()
+				if err != nil || !s.consume(':') {
+					return nil, invalidJSON(errSyntax)
+				}
+				switch key {
+				case "queue":
+					f.queue, f.queueK, err = optString(s)
+				case "partition":
+					f.partition, f.partitionK, err = optString(s)
+				case "transactionId":
+					f.txid, f.txidK, err = optString(s)
+				case "traceId":
+					f.trace, f.traceK, err = optString(s)
+				case "payload":
+					s.ws()
+					start := s.i
+					s.spaced = false
+					err = s.skip(2)
+					f.payload, f.spaced = s.b[start:s.i], s.spaced
+				default:
+					err = s.skip(2)
+				}
+				if err != nil {
+					return nil, invalidJSON(err)
+				}
+				if s.consume(',') {
+					continue
+				}
+				if s.consume('}') {
+					break
+				}
+				return nil, invalidJSON(errSyntax)
+			}
+		}
+		items = append(items, f)
+		if s.consume(',') {
+			continue
+		}
+		if s.consume(']') {
+			return items, nil
+		}
+		return nil, invalidJSON(errSyntax)
+	}
+}
+
+// optString reads a value that should be a string or null.
+func optString(s *scanner) (string, kind, error) {
+	switch s.peek() {
+	case '"':
+		v, err := s.str()
+		return v, kindString, err
+	case 'n':
+		return "", kindAbsent, s.literal("null")
+	}
+	return "", kindOther, s.skip(2)
+}
+
+// buildItem validates one item's fields into p; the payload is appended to
+// arena, whose capacity the caller sized so it never moves.
+func buildItem(p *queengo.PushItem, f *itemFields, arena *[]byte) *apiError {
+	if f.queueK != kindString {
 		return &errQueueString
 	}
-	if e := checkName("queue", q); e != nil {
+	if e := checkName("queue", f.queue); e != nil {
 		return e
 	}
-	p.Queue = q
-	part, ok, _ := jsonString(ri.Partition)
-	if !ok {
+	p.Queue = f.queue
+	if f.partitionK == kindOther {
 		return &errPartitionString
 	}
-	if part == "" {
-		part = queengo.DefaultPartition
+	p.Partition = f.partition
+	if p.Partition == "" {
+		p.Partition = queengo.DefaultPartition
 	}
-	if e := checkName("partition", part); e != nil {
+	if e := checkName("partition", p.Partition); e != nil {
 		return e
 	}
-	p.Partition = part
-	tx, ok, _ := jsonString(ri.TransactionID)
-	if !ok {
+	if f.txidK == kindOther {
 		return &errTxIDString
 	}
-	if len(tx) > maxTxIDLen {
+	if len(f.txid) > maxTxIDLen {
 		return &errTxIDTooLong
 	}
-	if tx == "" {
-		tx = uuid.NewString()
+	if strings.IndexByte(f.txid, 0) >= 0 {
+		return &errTxIDNUL
 	}
-	p.TransactionID = tx
-	tr, ok, _ := jsonString(ri.TraceID)
-	if !ok {
+	p.TransactionID = f.txid
+	if p.TransactionID == "" {
+		p.TransactionID = uuid.NewString()
+	}
+	if f.traceK == kindOther {
 		return &errTraceIDString
 	}
-	if tr != "" {
-		id, err := uuid.Parse(tr)
-		if err != nil || len(tr) != 36 {
+	if f.trace != "" {
+		id, err := uuid.Parse(f.trace)
+		if err != nil || len(f.trace) != 36 {
 			return &errTraceIDUUID
 		}
 		p.TraceID = id
 	}
-	if len(ri.Payload) == 0 {
-		p.Payload = []byte("null")
-	} else {
-		p.Payload = compactJSON(ri.Payload)
+	start := len(*arena)
+	switch {
+	case f.payload == nil:
+		*arena = append(*arena, "null"...)
+	case f.spaced:
+		b := bytes.NewBuffer(*arena)
+		if err := json.Compact(b, f.payload); err != nil {
+			return invalidJSON(err)
+		}
+		*arena = b.Bytes()
+	default:
+		*arena = append(*arena, f.payload...)
 	}
+	p.Payload = (*arena)[start:len(*arena):len(*arena)]
 	p.ID = uuid.Must(uuid.NewV7())
 	return nil
+}
+
+// fillItem validates an item decoded by encoding/json (the transaction route).
+func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
+	var f itemFields
+	for _, x := range []struct {
+		raw json.RawMessage
+		v   *string
+		k   *kind
+	}{{ri.Queue, &f.queue, &f.queueK}, {ri.Partition, &f.partition, &f.partitionK},
+		{ri.TransactionID, &f.txid, &f.txidK}, {ri.TraceID, &f.trace, &f.traceK}} {
+		v, ok, isNull := jsonString(x.raw)
+		switch {
+		case !ok:
+			*x.k = kindOther
+		case !isNull:
+			*x.v, *x.k = v, kindString
+		}
+	}
+	if len(ri.Payload) > 0 {
+		f.payload, f.spaced = ri.Payload, true
+	}
+	arena := make([]byte, 0, len(f.payload)+4)
+	return buildItem(p, &f, &arena)
 }
 
 // jsonString decodes an optional JSON string. ok is false for a value of
@@ -126,18 +287,6 @@ func jsonString(raw json.RawMessage) (s string, ok, isNull bool) {
 		return "", false, false
 	}
 	return s, true, false
-}
-
-// compactJSON drops insignificant whitespace so stored payloads are as small
-// as the producer's data allows; it copies, so the result outlives the
-// request buffer.
-func compactJSON(raw []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(raw))
-	if err := json.Compact(&b, raw); err != nil {
-		return append([]byte(nil), raw...)
-	}
-	return b.Bytes()
 }
 
 // checkName enforces the name rules: 1 to 255 bytes of [A-Za-z0-9_.:-].
