@@ -238,13 +238,17 @@ func (a *queueActor) commit(ctx actor.Context) {
 	a.segs = nil
 	a.commits++
 	segs := make([]queengo.Segment, len(batch))
+	n := 0
 	for i, s := range batch {
 		segs[i] = s.seg
+		n += len(s.seg.Frames)
 	}
+	commitMessages.Update(float64(n))
 	self, root, store := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		defer cancel()
+		defer commitDuration.UpdateDuration(time.Now())
 		dups, err := store.Append(c, segs)
 		root.Send(self, &commitDone{segs: batch, dups: dups, err: err})
 	}()
@@ -305,6 +309,7 @@ func (a *queueActor) dispatchDue(now time.Time) {
 				live = append(live, w)
 			}
 		}
+		parked.Add(int64(len(live) - len(k.waiters)))
 		k.waiters = live
 		if len(k.waiters) == 0 {
 			delete(a.keys, key)
@@ -314,6 +319,7 @@ func (a *queueActor) dispatchDue(now time.Time) {
 			// One pop re-checks for the whole key.
 			a.pending = append(a.pending, k.waiters[0])
 			k.waiters = k.waiters[1:]
+			parked.Add(-1)
 			a.backoff(k, now)
 		}
 	}
@@ -381,6 +387,7 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		return
 	}
 	a.inflight++
+	claimRoundPops.Update(float64(len(run)))
 	self, root, store := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store
 	var qid uuid.UUID
 	if a.q != nil {
@@ -433,7 +440,10 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 				batch[k] = params[i]
 			}
 			var res []queengo.ClaimResult
-			if res, d.err = store.Claim(c, batch); d.err == nil {
+			start := time.Now()
+			res, d.err = store.Claim(c, batch)
+			claimDuration.UpdateDuration(start)
+			if d.err == nil {
 				for k, i := range todo {
 					d.res[i] = res[k]
 				}
@@ -515,8 +525,7 @@ func (a *queueActor) onRound(d *roundDone) {
 				PartitionsClaimed: len(r.Spans)}})
 			// Its key-mates may find more: let them look now.
 			if k := a.keys[w.key]; k != nil {
-				a.pending = append(a.pending, k.waiters...)
-				k.waiters = k.waiters[:0]
+				a.pending = append(a.pending, a.unpark(k)...)
 			}
 		case p.Min > 0 && r.Taken > 0:
 			if w.holdUntil.IsZero() {
@@ -601,6 +610,7 @@ func (a *queueActor) onEmpty(w *waiter, now time.Time) {
 		a.backoff(k, now)
 	}
 	k.waiters = append(k.waiters, w)
+	parked.Add(1)
 }
 
 // backoff schedules the key's next re-check after an empty one.
@@ -641,11 +651,18 @@ func (a *queueActor) onTick() {
 		}
 		if k := a.keys[e.group+"\x00"]; k != nil {
 			k.next = now
-			a.pending = append(a.pending, k.waiters...)
-			k.waiters = k.waiters[:0]
+			a.pending = append(a.pending, a.unpark(k)...)
 		}
 	}
 	a.leases = leases
+}
+
+// unpark takes every parked pop of the key out of the park.
+func (a *queueActor) unpark(k *keyState) []*waiter {
+	ws := k.waiters
+	k.waiters = nil
+	parked.Add(-int64(len(ws)))
+	return ws
 }
 
 func (a *queueActor) cancel(w *waiter) {
@@ -654,6 +671,7 @@ func (a *queueActor) cancel(w *waiter) {
 		for i, x := range k.waiters {
 			if x == w {
 				k.waiters = append(k.waiters[:i], k.waiters[i+1:]...)
+				parked.Add(-1)
 				break
 			}
 		}
@@ -674,7 +692,7 @@ func (a *queueActor) releaseAll() {
 	}
 	a.pending = nil
 	for _, k := range a.keys {
-		for _, w := range k.waiters {
+		for _, w := range a.unpark(k) {
 			a.answer(w, popReply{})
 		}
 	}

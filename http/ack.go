@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -150,6 +151,9 @@ func (s *Server) handleAckBatch(ctx *fasthttp.RequestCtx) {
 
 // ack runs the valid items and answers one result per item, in order.
 func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease []bool) {
+	defer ackDuration.UpdateDuration(time.Now())
+	ackRequests.Inc()
+	ackItems.Add(len(items))
 	var run []queengo.AckItem
 	for i := range items {
 		if !badLease[i] {
@@ -173,6 +177,9 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 		if !badLease[i] {
 			r = res[k]
 			k++
+		}
+		if !r.Success {
+			ackFailed.Inc()
 		}
 		if i > 0 {
 			buf = append(buf, ',')

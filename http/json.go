@@ -113,4 +113,8 @@ func appendStringOrNull(dst []byte, s string) []byte {
 
 func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
 
+func appendUint(dst []byte, n uint64) []byte { return strconv.AppendUint(dst, n, 10) }
+
+func appendFloat(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'f', 3, 64) }
+
 func appendBool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }

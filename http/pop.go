@@ -122,6 +122,8 @@ func (s *Server) handlePopDiscovery(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
+	defer popDuration.UpdateDuration(time.Now())
+	popRequests.Inc()
 	if e := s.parsePop(ctx.QueryArgs(), r); e != nil {
 		writeError(ctx, *e)
 		return
@@ -135,15 +137,19 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 	res, err := s.broker.Pop(r, cancel)
 	switch {
 	case err != nil && errors.Is(err, queengo.ErrPool):
+		popErrors.Inc()
 		writeError(ctx, errPool)
 	case err != nil:
+		popErrors.Inc()
 		if !errors.Is(err, queengo.ErrCancelled) {
 			s.log.Warn("pop failed", "queue", r.Queue, "err", err)
 		}
 		writeError(ctx, errPopFailed)
 	case len(res.Messages) == 0:
+		popEmpty.Inc()
 		writeNoContent(ctx)
 	default:
+		popMessages.Add(len(res.Messages))
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetContentType("application/json")
 		setCORS(ctx)

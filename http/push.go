@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -310,6 +311,8 @@ func checkName(what, s string) *apiError {
 }
 
 func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
+	defer pushDuration.UpdateDuration(time.Now())
+	pushRequests.Inc()
 	items, e := parsePush(ctx.PostBody())
 	if e != nil {
 		writeError(ctx, *e)
@@ -339,6 +342,12 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		buf = append(buf, `,"status":"`...)
 		buf = append(buf, r.Status...)
 		buf = append(buf, '"')
+		switch r.Status {
+		case queengo.PushDuplicate:
+			pushDuplicates.Inc()
+		case queengo.PushFailed:
+			pushFailed.Inc()
+		}
 		if r.Status == queengo.PushFailed {
 			failed++
 			buf = append(buf, `,"error":`...)
@@ -356,6 +365,7 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		buf = append(buf, '}')
 	}
 	buf = append(buf, ']')
+	pushMessages.Add(len(results) - failed)
 	status := fasthttp.StatusCreated
 	if failed == len(results) {
 		// Nothing was written: a 5xx lets the SDKs retry, and keeps the Go

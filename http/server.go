@@ -43,6 +43,7 @@ type Store interface {
 	DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error)
 	GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error)
 	SetSubscription(ctx context.Context, group string, ts time.Time) (int, error)
+	PoolStats() (total, idle, acquired int32)
 }
 
 // Config configures the HTTP server.
@@ -77,6 +78,8 @@ func New(cfg Config, broker Broker, store Store) *Server {
 	s := &Server{cfg: cfg, broker: broker, store: store, log: log}
 	r := router.New()
 	r.GET("/health", s.handleHealth)
+	r.GET("/metrics", s.handleMetrics)
+	r.GET("/metrics/prometheus", s.handlePrometheus)
 	r.POST("/api/v1/configure", s.handleConfigure)
 	r.POST("/api/v1/push", s.handlePush)
 	r.GET("/api/v1/pop", s.handlePopDiscovery)

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/queengo/queengo/actors"
 	qhttp "github.com/queengo/queengo/http"
 	"github.com/queengo/queengo/pg"
@@ -65,6 +67,10 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	if tz, err := store.TimeZone(ctx); err == nil && tz != "UTC" && tz != "Etc/UTC" {
 		log.Warn("the database session time zone is not UTC: createdAt values carry a literal Z and will be wrong", "timezone", tz)
 	}
+
+	metrics.NewGauge(`queengo_db_pool_connections{state="total"}`, func() float64 { t, _, _ := store.PoolStats(); return float64(t) })
+	metrics.NewGauge(`queengo_db_pool_connections{state="idle"}`, func() float64 { _, i, _ := store.PoolStats(); return float64(i) })
+	metrics.NewGauge(`queengo_db_pool_connections{state="acquired"}`, func() float64 { _, _, a := store.PoolStats(); return float64(a) })
 
 	broker := actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,

@@ -1,0 +1,17 @@
+package actors
+
+import (
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Actor-side metrics, exported with the rest on /metrics/prometheus.
+var (
+	commitMessages = metrics.NewHistogram(`queengo_commit_messages`)
+	commitDuration = metrics.NewHistogram(`queengo_commit_duration_seconds`)
+	claimRoundPops = metrics.NewHistogram(`queengo_claim_round_pops`)
+	claimDuration  = metrics.NewHistogram(`queengo_claim_duration_seconds`)
+	parked         atomic.Int64
+	_              = metrics.NewGauge(`queengo_parked_pops`, func() float64 { return float64(parked.Load()) })
+)
