@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -137,4 +140,80 @@ func quoteLiteral(s string) string {
 // quoteIdent quotes s as an SQL identifier.
 func quoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// psqlSession is one long-lived psql process fed on standard input, so a
+// measurement can read the CPU of its PostgreSQL backend from /proc while
+// the backend is alive, unaffected by whatever else the server is doing.
+type psqlSession struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	// PID is the backend's process id (pg_backend_pid()).
+	PID int
+}
+
+// psqlDone marks the end of one command's output.
+const psqlDone = "__bench_done__"
+
+// openPSQL starts psql on url and asks for its backend's PID.
+func openPSQL(ctx context.Context, url string) (*psqlSession, error) {
+	cmd := exec.CommandContext(ctx, "psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-d", url)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("error starting psql: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("error starting psql: %w", err)
+	}
+	s := &psqlSession{cmd: cmd, in: in, out: bufio.NewReader(out), stderr: &bytes.Buffer{}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("error starting psql: %w", err)
+	}
+	lines, _, err := s.Run("SELECT pg_backend_pid();")
+	if err == nil && len(lines) == 1 {
+		s.PID, err = strconv.Atoi(lines[0])
+	}
+	if err != nil || s.PID == 0 {
+		s.Close()
+		return nil, fmt.Errorf("error reading the backend pid: %v %s", err, s.stderr.String())
+	}
+	return s, nil
+}
+
+// Run sends one psql command (SQL ending in ';' or a backslash command) and
+// waits until it has finished, returning its output lines and how long it
+// took.
+func (s *psqlSession) Run(command string) ([]string, time.Duration, error) {
+	start := time.Now()
+	if _, err := fmt.Fprintf(s.in, "%s\n\\echo %s\n", command, psqlDone); err != nil {
+		return nil, 0, fmt.Errorf("error writing to psql: %w: %s", err, s.stderr.String())
+	}
+	var lines []string
+	for {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			return nil, 0, fmt.Errorf("error running %q in psql: %w: %s", firstLine(command), err,
+				strings.TrimSpace(s.stderr.String()))
+		}
+		line = strings.TrimRight(line, "\n")
+		if line == psqlDone {
+			return lines, time.Since(start), nil
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+}
+
+// BackendCPU returns the CPU seconds the session's backend has used.
+func (s *psqlSession) BackendCPU() (float64, error) { return processCPUSeconds(s.PID) }
+
+// Close ends psql.
+func (s *psqlSession) Close() {
+	_ = s.in.Close()
+	_ = s.cmd.Wait()
 }

@@ -62,13 +62,16 @@ type Probe struct {
 func StartProbe(ctx context.Context, pg *PG, brokerPID int) *Probe {
 	p := &Probe{pg: pg, brokerPID: brokerPID, stop: make(chan struct{})}
 	if pg != nil {
+		_, procs, _ := postgresCPUSeconds()
 		if v, err := pg.WALLSN(ctx); err == nil {
 			p.lsn0, p.lsnOK = v, true
 		}
 		if v, err := pg.TableBytes(ctx); err == nil {
 			p.table0, p.tableOK = v, true
 		}
-		if v, _, err := postgresCPUSeconds(); err == nil {
+		// After the two psql sessions above have gone, so that their CPU
+		// is not counted as the run's.
+		if v, err := settledPostgresCPUSeconds(procs); err == nil {
 			p.pgCPU0, p.pgCPUOK = v, true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat. It is
@@ -133,6 +134,22 @@ func postgresCPUSeconds() (seconds float64, procs int, err error) {
 		}
 	}
 	return float64(ticks) / clockTicks, len(stats), nil
+}
+
+// settledPostgresCPUSeconds reads postgresCPUSeconds once at most procs
+// PostgreSQL processes are left, waiting up to a second. A psql session's
+// backend exits a moment after psql does, and its CPU moves to the
+// postmaster's children time only once the postmaster has reaped it;
+// reading too early would miss it. procs is the count before the session.
+func settledPostgresCPUSeconds(procs int) (float64, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		cpu, n, err := postgresCPUSeconds()
+		if err != nil || n <= procs || time.Now().After(deadline) {
+			return cpu, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // selfCPUSeconds returns the CPU seconds used by this benchmark process, so
