@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -322,7 +323,10 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusCreated, []byte("[]"))
 		return
 	}
-	results, err := s.broker.Push(ctx, items)
+	// Not ctx itself: fasthttp cancels it when shutdown begins, and a push
+	// whose segment is being committed must hear the outcome (a 500 for a
+	// stored message would make the client retry into a duplicate).
+	results, err := s.broker.Push(context.WithoutCancel(ctx), items)
 	if err != nil {
 		writeError(ctx, storeError(err))
 		return

@@ -21,6 +21,7 @@ DECLARE
     v_locked integer;
     v_dup    uuid[];
     v_n      integer;
+    v_ts     timestamptz;
 BEGIN
     PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR UPDATE;
     GET DIAGNOSTICS v_locked = ROW_COUNT;
@@ -36,18 +37,22 @@ BEGIN
         RETURN v_dup;
     END IF;
 
-    -- A segment's time is taken after the lock and never goes backwards
-    -- within a partition, so createdAt orders segments (pop-routes.md).
+    -- One time for every segment of the commit, taken after the locks and
+    -- never behind any of their partitions' last write, so createdAt orders
+    -- segments within a partition and a push spread over several partitions
+    -- shares one createdAt (pop-routes.md).
+    SELECT greatest(clock_timestamp(), max(p.last_write_at)) INTO v_ts
+      FROM queen.partitions p WHERE p.id = ANY (p_parts);
+
     WITH fresh AS (
         SELECT t.ord, t.seg, t.txid, t.msgid, t.frame,
                row_number() OVER (PARTITION BY t.seg ORDER BY t.ord) AS rn
           FROM unnest(p_seg, p_txids, p_msgids, p_frames) WITH ORDINALITY AS t(seg, txid, msgid, frame, ord)
          WHERE v_dup[t.ord] IS NULL
     ), heads AS (
-        SELECT f.seg, p.id AS pid, p.head, count(*) AS n,
-               greatest(clock_timestamp(), coalesce(p.last_write_at, '-infinity'::timestamptz)) AS ts
+        SELECT f.seg, p.id AS pid, p.head, count(*) AS n, v_ts AS ts
           FROM fresh f JOIN queen.partitions p ON p.id = p_parts[f.seg]
-         GROUP BY f.seg, p.id, p.head, p.last_write_at
+         GROUP BY f.seg, p.id, p.head
     ), ins_tx AS (
         INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
         SELECT h.pid, f.txid, h.head + f.rn, f.msgid FROM fresh f JOIN heads h USING (seg)
