@@ -94,6 +94,9 @@ type keyState struct {
 	empties  int
 	interval time.Duration
 	next     time.Time
+	// minDeadline is at or before the earliest deadline of the waiters, so
+	// the waiters are scanned only when one may have expired.
+	minDeadline time.Time
 }
 
 // readySet is the queue actor's belief about which partitions a group could
@@ -299,18 +302,25 @@ func (a *queueActor) wakeAll() {
 // every key whose re-check is due to the next claim round.
 func (a *queueActor) dispatchDue(now time.Time) {
 	for key, k := range a.keys {
-		live := k.waiters[:0]
-		for _, w := range k.waiters {
-			if !w.cancelled && !now.Before(w.deadline) {
-				a.answer(w, popReply{})
-				continue
+		if !now.Before(k.minDeadline) {
+			live := k.waiters[:0]
+			k.minDeadline = time.Time{}
+			for _, w := range k.waiters {
+				if !w.cancelled && !now.Before(w.deadline) {
+					a.answer(w, popReply{})
+					continue
+				}
+				if !w.cancelled {
+					live = append(live, w)
+					if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
+						k.minDeadline = w.deadline
+					}
+				}
 			}
-			if !w.cancelled {
-				live = append(live, w)
-			}
+			parked.Add(int64(len(live) - len(k.waiters)))
+			clear(k.waiters[len(live):])
+			k.waiters = live
 		}
-		parked.Add(int64(len(live) - len(k.waiters)))
-		k.waiters = live
 		if len(k.waiters) == 0 {
 			delete(a.keys, key)
 			continue
@@ -610,6 +620,9 @@ func (a *queueActor) onEmpty(w *waiter, now time.Time) {
 		a.backoff(k, now)
 	}
 	k.waiters = append(k.waiters, w)
+	if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
+		k.minDeadline = w.deadline
+	}
 	parked.Add(1)
 }
 
@@ -717,9 +730,7 @@ func (a *queueActor) armTimer(ctx actor.Context) {
 	}
 	for _, k := range a.keys {
 		earliest(k.next)
-		for _, w := range k.waiters {
-			earliest(w.deadline)
-		}
+		earliest(k.minDeadline)
 	}
 	for _, w := range a.held {
 		earliest(w.holdUntil)
