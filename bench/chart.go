@@ -122,6 +122,7 @@ func renderChart(results []*Result) string {
 	if yHi <= yLo {
 		yHi = yLo * 10
 	}
+	decades := math.Round(math.Log10(yHi / yLo))
 	// Pad the x axis by half a step on each side so no point sits on the frame.
 	xLo, xHi := float64(batches[0])/1.6, float64(batches[len(batches)-1])*1.6
 	for pi, sc := range scenarios {
@@ -146,7 +147,11 @@ func renderChart(results []*Result) string {
 					stroke = "#bbb"
 				}
 				fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s"/>`+"\n", ox+left, ox+left+plotW, py(v), py(v), stroke)
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", ox+left-5, py(v), siNum(v))
+				// Beyond two decades the 2 and 5 lines stay unlabelled, or
+				// their labels would overlap.
+				if m == 1 || decades <= 2 {
+					fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", ox+left-5, py(v), siNum(v))
+				}
 			}
 		}
 		for _, bt := range batches {
@@ -179,8 +184,12 @@ func renderChart(results []*Result) string {
 			fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.TrimSpace(path.String()), color)
 			for _, p := range line {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", px(float64(p.batch)), py(p.rate), color)
+				dy := -6.0 // alternate above and below the point, so close series stay legible
+				if ti%2 == 1 {
+					dy = 14
+				}
 				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s" font-size="10">%s</text>`+"\n",
-					px(float64(p.batch))+6, py(p.rate)-6, color, siNum(p.rate))
+					px(float64(p.batch))+6, py(p.rate)+dy, color, siNum(p.rate))
 			}
 		}
 	}
