@@ -1,0 +1,143 @@
+package poptest
+
+import (
+	"testing"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// TestPop_DiscoveryRequiresNamespaceOrTask: the discovery route with neither
+// namespace nor task answers 400 with exactly
+// {"success":false,"error":"namespace or task is required","messages":[]}.
+func TestPop_DiscoveryRequiresNamespaceOrTask(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	const want = `{"success":false,"error":"namespace or task is required","messages":[]}`
+	for _, path := range []string{
+		discovery(),
+		discovery("namespace", "", "task", ""),
+		discovery("consumerGroup", "g", "batch", "10", "wait", "true", "timeout", "5000"),
+	} {
+		r := get(t, s, path)
+		if r.Status != 400 || string(r.Body) != want {
+			t.Fatalf("GET %s: %d %q, want 400 %s", path, r.Status, r.Body, want)
+		}
+		if r.Elapsed >= atOnce {
+			t.Fatalf("GET %s: answered after %v", path, r.Elapsed)
+		}
+	}
+}
+
+// TestPop_DiscoveryScope: the discovery route serves the queues of its scope
+// (namespace, task or both, as derived from dotted names) and only them; its
+// top-level queue is "".
+func TestPop_DiscoveryScope(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ns := apitest.Unique(t, "disc")
+	other := apitest.Unique(t, "disc-other")
+	inBoth := ns + ".alpha.q"
+	inNs := ns + ".beta.q"
+	outside := other + ".alpha.q"
+	txBoth, txNs := pushN(t, s, inBoth, "p", 1), pushN(t, s, inNs, "p", 1)
+	pushN(t, s, outside, "p", 1)
+
+	p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "ns", "batch", "10", "partitions", "0"))
+	if p.Queue != "" {
+		t.Fatalf("top-level queue %q on the discovery route, want \"\"", p.Queue)
+	}
+	got := map[string]bool{}
+	for _, tx := range txids(p) {
+		got[tx] = true
+	}
+	if len(p.Messages) != 2 || !got[txBoth[0]] || !got[txNs[0]] {
+		t.Fatalf("namespace %s: delivered %v, want %v and %v", ns, txids(p), txBoth, txNs)
+	}
+	wantTx(t, "namespace and task", popOK(t, s, discovery("namespace", ns, "task", "alpha", "consumerGroup", "both", "batch", "10", "partitions", "0")), txBoth)
+	popEmpty(t, s, discovery("namespace", ns, "task", "gamma", "consumerGroup", "none"))
+}
+
+// TestPop_DiscoveryByTaskOnly: task alone is a scope of its own.
+func TestPop_DiscoveryByTaskOnly(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	task := apitest.Unique(t, "task")
+	q := apitest.Unique(t, "taskns") + "." + task + ".q"
+	txs := pushN(t, s, q, "p", 2)
+	p := popOK(t, s, discovery("task", task, "consumerGroup", "g", "batch", "10"))
+	wantTx(t, "task "+task, p, txs)
+	if p.Queue != "" {
+		t.Fatalf("top-level queue %q, want \"\"", p.Queue)
+	}
+}
+
+// TestPop_DiscoveryServesHigherPriorityFirst: queues with a higher priority
+// (configure options.priority) are served first.
+func TestPop_DiscoveryServesHigherPriorityFirst(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ns := apitest.Unique(t, "prio")
+	low, mid, high := ns+".t.low", ns+".t.mid", ns+".t.high"
+	configure(t, s, low, map[string]any{"priority": 1})
+	configure(t, s, mid, map[string]any{"priority": 5})
+	configure(t, s, high, map[string]any{"priority": 10})
+	// Pushed lowest priority first, so neither age nor name order helps.
+	txLow := pushN(t, s, low, "Default", 2)
+	txMid := pushN(t, s, mid, "Default", 2)
+	txHigh := pushN(t, s, high, "Default", 2)
+	want := cat(txHigh, txMid, txLow)
+	var got []string
+	for range want {
+		p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "g", "batch", "1", "autoAck", "true"))
+		got = append(got, txids(p)...)
+	}
+	if !equal(got, want) {
+		t.Fatalf("served %v, want high, mid, low: %v", got, want)
+	}
+	// One pop with a budget spanning queues starts with the highest.
+	p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "h", "batch", "3", "partitions", "0"))
+	wantTx(t, "batch=3 across queues", p, cat(txHigh, txMid[:1]))
+}
+
+// TestPop_UnknownQueueCreatesQueueRow: a queue-scoped pop on a queue that does
+// not exist creates its queen.queues row (column defaults, lease_time 60,
+// namespace and task derived from the dotted name) and answers 204; on both
+// queue-scoped routes.
+func TestPop_UnknownQueueCreatesQueueRow(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ns := apitest.Unique(t, "unknown")
+	for _, tc := range []struct{ name, queue, path, ns, task string }{
+		{"wildcard", ns + ".wtask.orders", "", ns, "wtask"},
+		{"single", ns + ".stask.orders.v2", "", ns, "stask"},
+		{"wildcard, no dot", ns + "-plain", "", ns + "-plain", ""},
+		{"single, one dot", ns + ".only", "", ns, "only"},
+	} {
+		path := wildcard(tc.queue)
+		if tc.name[:6] == "single" {
+			path = single(tc.queue, "some-partition")
+		}
+		if n := count(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE name = $1`, tc.queue); n != 0 {
+			t.Fatalf("%s exists before the pop", tc.queue)
+		}
+		popEmpty(t, s, path)
+		var (
+			namespace, task                             string
+			lease, retryLimit, retryDelay, prio, window int
+			delayed, minPop                             int
+		)
+		err := apitest.DB.QueryRow(`SELECT namespace, task, lease_time, retry_limit, retry_delay, priority,
+       window_buffer, delayed_processing, min_pop_wait_time FROM queen.queues WHERE name = $1`, []any{tc.queue},
+			&namespace, &task, &lease, &retryLimit, &retryDelay, &prio, &window, &delayed, &minPop)
+		if err != nil {
+			t.Fatalf("%s: the pop on %s left no queen.queues row: %v", tc.name, tc.queue, err)
+		}
+		if namespace != tc.ns || task != tc.task || lease != 60 || retryLimit != 3 || retryDelay != 1000 ||
+			prio != 0 || window != 0 || delayed != 0 || minPop != 0 {
+			t.Fatalf("%s: row %q/%q lease %d retry %d/%d priority %d window %d delayed %d minPop %d; want %q/%q, column defaults",
+				tc.name, namespace, task, lease, retryLimit, retryDelay, prio, window, delayed, minPop, tc.ns, tc.task)
+		}
+		// A second pop on it is an ordinary empty pop.
+		popEmpty(t, s, path)
+	}
+}

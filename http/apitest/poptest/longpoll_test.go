@@ -1,0 +1,348 @@
+package poptest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// TestPop_WaitFalseIsOneAttempt: with wait=false (the default) a pop is a
+// single attempt: what is claimable now, otherwise a 204 at once; a message
+// pushed just after it is not waited for.
+func TestPop_WaitFalseIsOneAttempt(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ns := apitest.Unique(t, "once")
+	q := ns + ".t.q"
+	configure(t, s, q, nil)
+	for _, path := range []string{
+		wildcard(q, "consumerGroup", "g"),
+		single(q, "Default", "consumerGroup", "g", "wait", "false"),
+		discovery("namespace", ns, "consumerGroup", "g", "wait", "false", "timeout", "10000"),
+	} {
+		if r := popEmpty(t, s, path); r.Elapsed >= atOnce {
+			t.Fatalf("%s: empty answer after %v", path, r.Elapsed)
+		}
+	}
+	txs := pushN(t, s, q, "Default", 2)
+	for _, path := range []string{
+		wildcard(q, "consumerGroup", "w", "batch", "10"),
+		single(q, "Default", "consumerGroup", "s", "batch", "10", "wait", "false"),
+		discovery("namespace", ns, "consumerGroup", "d", "batch", "10", "timeout", "10000"),
+	} {
+		r := get(t, s, path)
+		if r.Status != 200 || r.Elapsed >= atOnce {
+			t.Fatalf("%s: %d after %v", path, r.Status, r.Elapsed)
+		}
+		wantTx(t, path, r.Pop, txs)
+	}
+}
+
+// TestPop_WaitTrueParksUntilTimeout: with wait=true an empty pop parks until
+// its timeout, then answers a bare 204 (a long poll that times out is not an
+// error); on every route.
+func TestPop_WaitTrueParksUntilTimeout(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ns := apitest.Unique(t, "park")
+	q := ns + ".t.q"
+	configure(t, s, q, nil)
+	for _, tc := range []struct{ name, path string }{
+		{"wildcard", wildcard(q, "wait", "true", "timeout", "800")},
+		{"single", single(q, "Default", "wait", "true", "timeout", "800")},
+		{"discovery", discovery("namespace", ns, "wait", "true", "timeout", "800")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := popEmpty(t, s, tc.path)
+			if r.Elapsed < 800*time.Millisecond || r.Elapsed >= 800*time.Millisecond+atOnce {
+				t.Fatalf("answered after %v, want at its 800ms timeout", r.Elapsed)
+			}
+		})
+	}
+}
+
+// parkThenPush parks path, checks it is still parked after a while, runs
+// push, and returns the pop's outcome and the time the push answered.
+func parkThenPush(t *testing.T, s *apitest.Server, path string, push func()) (outcome, time.Time) {
+	t.Helper()
+	ch := async(context.Background(), nil, s, path)
+	if o, parked := pending(ch, 400*time.Millisecond); !parked {
+		t.Fatalf("pop answered %d %q before anything was pushed", o.r.Status, o.r.Body)
+	}
+	push()
+	pushed := time.Now()
+	o := await(t, ch, 15*time.Second)
+	return o, pushed
+}
+
+// TestD12_PushWakesParkedPop: a push wakes parked pops at once: on the
+// queue-scoped routes a push to that queue, on the discovery route any push
+// within its scope. The wake latency is logged; the pop must answer well
+// before its 10 s timeout.
+func TestD12_PushWakesParkedPop(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	const timeout = "10000"
+	const within = 2 * time.Second
+	check := func(t *testing.T, o outcome, pushed time.Time, want []string) {
+		t.Helper()
+		if o.r.Status != 200 {
+			t.Fatalf("woken pop: %d %q", o.r.Status, o.r.Body)
+		}
+		wantTx(t, "woken pop", o.r.Pop, want)
+		lat := o.at.Sub(pushed)
+		t.Logf("wake latency (push answered to pop answered): %v; pop took %v", lat, o.r.Elapsed)
+		if lat > within {
+			t.Fatalf("the pop answered %v after the push, want within %v", lat, within)
+		}
+	}
+	t.Run("wildcard", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "wake-w")
+		var txs []string
+		o, at := parkThenPush(t, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = pushN(t, s, q, "p", 1) })
+		check(t, o, at, txs)
+	})
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "wake-s")
+		pushN(t, s, q, "p", 1)
+		popOK(t, s, single(q, "p", "consumerGroup", "g", "autoAck", "true"))
+		var txs []string
+		o, at := parkThenPush(t, s, single(q, "p", "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = pushN(t, s, q, "p", 1) })
+		check(t, o, at, txs)
+	})
+	t.Run("single, partition created by the push", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "wake-s-new")
+		var txs []string
+		o, at := parkThenPush(t, s, single(q, "fresh", "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = pushN(t, s, q, "fresh", 1) })
+		check(t, o, at, txs)
+	})
+	t.Run("discovery", func(t *testing.T) {
+		t.Parallel()
+		ns := apitest.Unique(t, "wake-d")
+		q := ns + ".t.q"
+		configure(t, s, q, nil)
+		outside := apitest.Unique(t, "wake-d-out") + ".t.q"
+		var txs []string
+		path := discovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout, "autoAck", "true")
+		o, at := parkThenPush(t, s, path, func() { txs = pushN(t, s, q, "Default", 1) })
+		check(t, o, at, txs)
+
+		// A push outside the scope leaves it parked; one inside wakes it.
+		ch := async(context.Background(), nil, s, path)
+		if o, parked := pending(ch, 400*time.Millisecond); !parked {
+			t.Fatalf("answered %d %q before anything was pushed", o.r.Status, o.r.Body)
+		}
+		pushN(t, s, outside, "Default", 1)
+		if o, parked := pending(ch, 700*time.Millisecond); !parked {
+			t.Fatalf("a push outside the scope answered it: %d %q", o.r.Status, o.r.Body)
+		}
+		txs = pushN(t, s, q, "Default", 1)
+		at = time.Now()
+		check(t, await(t, ch, 15*time.Second), at, txs)
+	})
+	t.Run("discovery, queue created by the push", func(t *testing.T) {
+		t.Parallel()
+		ns := apitest.Unique(t, "wake-d-new")
+		var txs []string
+		o, at := parkThenPush(t, s, discovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = pushN(t, s, ns+".t.brand-new", "Default", 1) })
+		check(t, o, at, txs)
+	})
+}
+
+// TestD12_BackoffRecheckFindsMessagesWithoutPush: between wakes a parked pop
+// re-checks on the POP_WAIT_* backoff (here 50 ms initial, threshold 2, x2,
+// capped at 300 ms), so messages that become deliverable without a push (an
+// expired lease, a delayedProcessing delay running out) reach it within about
+// the maximum interval.
+func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
+	t.Parallel()
+	s := bothServer(t)
+	const slack = 700 * time.Millisecond
+	t.Run("lease expiry", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "bo-lease")
+		txs := pushN(t, s, q, "p", 1)
+		first := popOK(t, s, wildcard(q, "consumerGroup", "g", "leaseSeconds", "1"))
+		wantTx(t, "leased", first, txs)
+		expiry := leaseExpiresAt(t, apitest.DB, q, "p", "g")
+		ch := async(context.Background(), nil, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
+		o := await(t, ch, 15*time.Second)
+		if o.r.Status != 200 {
+			t.Fatalf("parked pop: %d %q, want the redelivery", o.r.Status, o.r.Body)
+		}
+		wantTx(t, "redelivery", o.r.Pop, txs)
+		d := o.at.Sub(expiry)
+		t.Logf("redelivered %v after the lease expired", d)
+		if d < -100*time.Millisecond || d > boMax+slack {
+			t.Fatalf("redelivered %v after the lease expired, want within about %v", d, boMax)
+		}
+	})
+	t.Run("delayedProcessing", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "bo-delay")
+		configure(t, s, q, map[string]any{"delayedProcessing": 1})
+		ch := async(context.Background(), nil, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
+		if o, parked := pending(ch, 300*time.Millisecond); !parked {
+			t.Fatalf("answered %d %q before the push", o.r.Status, o.r.Body)
+		}
+		txs := pushN(t, s, q, "Default", 1)
+		var created float64
+		if err := apitest.DB.QueryRow(`SELECT extract(epoch FROM s.created_at)::float8 FROM queen.segments s
+  JOIN queen.partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`,
+			[]any{q}, &created); err != nil {
+			t.Fatal(err)
+		}
+		visible := time.Unix(0, int64(created*1e9)).Add(time.Second)
+		o := await(t, ch, 15*time.Second)
+		if o.r.Status != 200 {
+			t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+		}
+		wantTx(t, "delayed message", o.r.Pop, txs)
+		d := o.at.Sub(visible)
+		t.Logf("delivered %v after the delay ran out", d)
+		if d < -50*time.Millisecond || d > boMax+slack {
+			t.Fatalf("delivered %v after the delay ran out, want within about %v", d, boMax)
+		}
+	})
+}
+
+// TestD12_ParkedPopHoldsNoConnection: a parked pop holds no PostgreSQL
+// connection: 2,000 parked long polls on a broker with a pool of 4, while a
+// push and a pop on another queue still complete promptly, and the database
+// never sees more than the pool's 4 connections.
+func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
+	t.Parallel()
+	const parked, pool = 2000, 4
+	db := ownDB(t, "popidle")
+	s := startOn(t, db, "DB_POOL_SIZE=4")
+	idle, busy := apitest.Unique(t, "idle"), apitest.Unique(t, "busy")
+	pushN(t, s, busy, "p", 1)
+	popOK(t, s, wildcard(busy, "autoAck", "true"))
+
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: parked + 100,
+		MaxIdleConns: parked + 100, IdleConnTimeout: time.Minute}}
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wrote, early atomic.Int64
+	var earlyMu sync.Mutex
+	var earlyErr error
+	var wg sync.WaitGroup
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) }}
+	target := s.URL + wildcard(idle, "wait", "true", "timeout", "20000")
+	start := time.Now()
+	for i := 0; i < parked; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), "GET", target, nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if ctx.Err() != nil {
+				return // cancelled at the end: expected
+			}
+			early.Add(1)
+			earlyMu.Lock()
+			if earlyErr == nil {
+				if err == nil {
+					err = errors.New(resp.Status)
+				}
+				earlyErr = err
+			}
+			earlyMu.Unlock()
+		}()
+		if i%200 == 199 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !waitFor(30*time.Second, func() bool { return wrote.Load() == parked || early.Load() > 0 }) {
+		t.Fatalf("only %d of %d long polls were sent within 30s", wrote.Load(), parked)
+	}
+	time.Sleep(time.Second) // let the broker park them all
+	t.Logf("%d long polls sent and parked in %v", parked, time.Since(start))
+
+	// The broker's connections carry application_name queengo; the test's
+	// own probes (one short connection each) do not.
+	conns := func() int64 {
+		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+   AND application_name = 'queengo'`)
+	}
+	maxConns := conns()
+	pushStart := time.Now()
+	pushN(t, s, busy, "p", 1)
+	pushTook := time.Since(pushStart)
+	maxConns = max(maxConns, conns())
+	r := get(t, s, wildcard(busy, "autoAck", "true"))
+	maxConns = max(maxConns, conns())
+	t.Logf("with %d parked: push took %v, pop took %v; at most %d database connections seen", parked, pushTook, r.Elapsed, maxConns)
+	if r.Status != 200 || len(r.Pop.Messages) != 1 {
+		t.Fatalf("pop on the other queue: %d %q", r.Status, r.Body)
+	}
+	if pushTook > 3*time.Second || r.Elapsed > 3*time.Second {
+		t.Fatalf("with %d parked pops a push took %v and a pop %v, want a few seconds at most", parked, pushTook, r.Elapsed)
+	}
+	if maxConns > pool {
+		t.Fatalf("%d database connections with %d parked pops, pool size %d", maxConns, parked, pool)
+	}
+	if n := early.Load(); n > 0 {
+		t.Fatalf("%d of the parked long polls answered before their timeout; first: %v", n, earlyErr)
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("cancelled long polls did not return")
+	}
+}
+
+// TestD12_DisconnectedClientDroppedFromPark: a client that disconnects is
+// removed from the park, so a message pushed after it left goes to the next
+// client rather than to a lease nobody holds.
+func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "gone")
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := &http.Client{Transport: &http.Transport{}}
+	ch := async(ctx, gone, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "10000"))
+	if o, parked := pending(ch, 400*time.Millisecond); !parked {
+		t.Fatalf("answered %d %q before anything was pushed", o.r.Status, o.r.Body)
+	}
+	cancel()
+	if o := <-ch; o.err == nil {
+		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
+	}
+	time.Sleep(1200 * time.Millisecond) // the broker checks parked sockets every 500ms
+	txs := pushN(t, s, q, "Default", 1)
+	other := &http.Client{Transport: &http.Transport{}}
+	r, err := do(context.Background(), other, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "3000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != 200 {
+		t.Fatalf("the second client got %d %q: the message went to the client that left", r.Status, r.Body)
+	}
+	wantTx(t, "second client", r.Pop, txs)
+	if c := readCursor(t, apitest.DB, q, "Default", "g"); c.LeaseID != r.Pop.LeaseID {
+		t.Fatalf("cursor lease %q, the second client's %q", c.LeaseID, r.Pop.LeaseID)
+	}
+}

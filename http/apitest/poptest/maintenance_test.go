@@ -1,0 +1,117 @@
+package poptest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// maintenance reads or sets pop maintenance and checks the answer's shape.
+func maintenance(t *testing.T, s *apitest.Server, set *bool) bool {
+	t.Helper()
+	var r *apitest.Response
+	if set == nil {
+		r = s.Get(t, "/api/v1/system/maintenance/pop")
+	} else {
+		r = s.Post(t, "/api/v1/system/maintenance/pop", map[string]any{"enabled": *set})
+	}
+	if r.Status != 200 {
+		t.Fatalf("maintenance: %d %s", r.Status, r.Body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("maintenance: %v: %s", err, r.Body)
+	}
+	on, ok := m["popMaintenanceMode"].(bool)
+	if _, msg := m["message"].(string); !ok || !msg || len(m) != 2 {
+		t.Fatalf("maintenance answer %s, want {popMaintenanceMode, message}", r.Body)
+	}
+	return on
+}
+
+// TestD11_PopMaintenance: GET/POST /api/v1/system/maintenance/pop. While pop
+// maintenance is on, every pop answers a bare 204: at once with wait=false,
+// after parking until its timeout with wait=true (D11). The flag lives in
+// PostgreSQL, so a second broker process on the same database follows it
+// within about 2 s. Pushes keep working. (Its own database: the switch is
+// process-wide.)
+func TestD11_PopMaintenance(t *testing.T) {
+	t.Parallel()
+	db := ownDB(t, "popmaint")
+	a := startOn(t, db, "DB_POOL_SIZE=2")
+	b := startOn(t, db, "DB_POOL_SIZE=2")
+	ns := apitest.Unique(t, "maint")
+	q := ns + ".t.q"
+	pushN(t, a, q, "p", 2)
+	on, off := true, false
+
+	for _, bad := range []any{map[string]any{}, map[string]any{"enabled": "yes"}} {
+		if r := a.Post(t, "/api/v1/system/maintenance/pop", bad); r.Status != 400 {
+			t.Fatalf("POST %v: %d %s, want 400", bad, r.Status, r.Body)
+		}
+	}
+	if maintenance(t, a, nil) || maintenance(t, b, nil) {
+		t.Fatal("pop maintenance is on before anyone switched it")
+	}
+	if !maintenance(t, a, &on) {
+		t.Fatal("POST enabled=true answered popMaintenanceMode false")
+	}
+	switched := time.Now()
+	if !maintenance(t, a, nil) {
+		t.Fatal("GET after enabling answered false")
+	}
+	var flag bool
+	if err := db.QueryRow(`SELECT (value->>'enabled')::boolean FROM queen.system_state WHERE key = 'pop_maintenance_mode'`, nil, &flag); err != nil || !flag {
+		t.Fatalf("queen.system_state pop_maintenance_mode: %v, %v; want true", flag, err)
+	}
+
+	paths := func(group string) []string {
+		return []string{
+			wildcard(q, "consumerGroup", group, "batch", "10"),
+			single(q, "p", "consumerGroup", group, "batch", "10"),
+			discovery("namespace", ns, "consumerGroup", group, "batch", "10"),
+		}
+	}
+	// On the broker that switched it: at once with wait=false, although
+	// messages are there.
+	for _, path := range paths("a") {
+		if r := popEmpty(t, a, path); r.Elapsed >= atOnce {
+			t.Fatalf("%s: paused pop with wait=false answered after %v", path, r.Elapsed)
+		}
+	}
+	// After the timeout with wait=true.
+	for _, path := range paths("a-wait") {
+		r := popEmpty(t, a, path+"&wait=true&timeout=1000")
+		if r.Elapsed < time.Second || r.Elapsed >= time.Second+atOnce {
+			t.Fatalf("%s: paused pop with wait=true answered after %v, want at its 1000ms timeout", path, r.Elapsed)
+		}
+	}
+	pushN(t, a, q, "p", 1) // pushes keep working
+
+	// The other process follows the flag in PostgreSQL within about 2s.
+	sleepUntil(switched.Add(2200 * time.Millisecond))
+	for _, path := range paths("b") {
+		popEmpty(t, b, path)
+	}
+	if r := popEmpty(t, b, paths("b-wait")[0]+"&wait=true&timeout=800"); r.Elapsed < 800*time.Millisecond {
+		t.Fatalf("paused pop with wait=true on the second broker answered after %v, before its timeout", r.Elapsed)
+	}
+
+	if maintenance(t, a, &off) {
+		t.Fatal("POST enabled=false answered popMaintenanceMode true")
+	}
+	resumed := time.Now()
+	if p := popOK(t, a, paths("a-after")[0]); len(p.Messages) != 3 {
+		t.Fatalf("after maintenance on the switching broker: %v, want 3 messages", txids(p))
+	}
+	p, at := pollUntilDelivered(t, b, paths("b-after")[0], 5*time.Second)
+	t.Logf("the second broker resumed %v after the switch", at.Sub(resumed))
+	if len(p.Messages) != 3 || at.Sub(resumed) > 2500*time.Millisecond {
+		t.Fatalf("second broker delivered %v %v after the switch, want 3 messages within about 2s", txids(p), at.Sub(resumed))
+	}
+	if maintenance(t, b, nil) {
+		t.Fatal("GET on the second broker still says on")
+	}
+}

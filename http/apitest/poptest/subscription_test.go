@@ -1,0 +1,274 @@
+package poptest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+const queueMode = "__QUEUE_MODE__"
+
+// subscriptions counts the durable subscription records of (queue, group).
+func subscriptions(t *testing.T, queue, group string) int64 {
+	t.Helper()
+	return count(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
+ WHERE q.name = $1 AND s.consumer_group = $2`, queue, group)
+}
+
+// TestO3_QueueModeSharedCursor: a pop without consumerGroup is queue mode, the
+// reserved group __QUEUE_MODE__ (in the response and in queen.cursors): an
+// ordinary cursor, shared by every consumer that omits the group, and
+// independent of named groups.
+func TestO3_QueueModeSharedCursor(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "qmode")
+	txs := pushN(t, s, q, "p", 4)
+
+	p := popOK(t, s, wildcard(q, "batch", "2", "autoAck", "true"))
+	wantTx(t, "first consumer", p, txs[:2])
+	if p.ConsumerGroup != queueMode {
+		t.Fatalf("top-level consumerGroup %q, want %s", p.ConsumerGroup, queueMode)
+	}
+	for _, m := range p.Messages {
+		if m.ConsumerGroup != queueMode {
+			t.Fatalf("message consumerGroup %q, want %s", m.ConsumerGroup, queueMode)
+		}
+	}
+	if c := readCursor(t, apitest.DB, q, "p", queueMode); !c.Exists || c.Committed != 2 {
+		t.Fatalf("queen.cursors row of %s: %+v, want committed 2", queueMode, c)
+	}
+	// Another consumer omitting the group, on another route: the same cursor.
+	wantTx(t, "second consumer", popOK(t, s, single(q, "p", "batch", "2", "autoAck", "true")), txs[2:])
+	popEmpty(t, s, wildcard(q))
+	// Named groups have cursors of their own.
+	wantTx(t, "named group", popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "10")), txs)
+	if n := count(t, apitest.DB, `SELECT count(*) FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
+  JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, q); n != 2 {
+		t.Fatalf("%d cursors, want 2 (queue mode and g)", n)
+	}
+
+	// The shared cursor carries one lease for all queue-mode consumers.
+	more := pushN(t, s, q, "p", 1)
+	leased := popOK(t, s, wildcard(q))
+	wantTx(t, "leased", leased, more)
+	if c := readCursor(t, apitest.DB, q, "p", queueMode); c.LeaseID != leased.LeaseID {
+		t.Fatalf("queue-mode cursor lease %q, the pop answered %q", c.LeaseID, leased.LeaseID)
+	}
+	popEmpty(t, s, single(q, "p"))
+}
+
+// TestO3_QueueModeNeverSeeded: queue mode is excluded from subscription
+// seeding: with subscriptionMode=new or any subscriptionFrom it still gets the
+// backlog, and no durable subscription is recorded for it.
+func TestO3_QueueModeNeverSeeded(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	for _, tc := range []struct{ name, k, v string }{
+		{"new", "subscriptionMode", "new"},
+		{"new-only", "subscriptionMode", "new-only"},
+		{"from-now", "subscriptionFrom", "now"},
+		{"from-future", "subscriptionFrom", future},
+	} {
+		q := apitest.Unique(t, "qmode-seed")
+		txs := pushN(t, s, q, "p", 3)
+		wantTx(t, tc.name+" (wildcard)", popOK(t, s, wildcard(q, tc.k, tc.v, "batch", "10", "autoAck", "true")), txs)
+		q2 := apitest.Unique(t, "qmode-seed")
+		txs2 := pushN(t, s, q2, "p", 3)
+		wantTx(t, tc.name+" (single)", popOK(t, s, single(q2, "p", tc.k, tc.v, "batch", "10", "autoAck", "true")), txs2)
+		if n := subscriptions(t, q, queueMode) + subscriptions(t, q2, queueMode); n != 0 {
+			t.Fatalf("%s: %d subscription records for queue mode", tc.name, n)
+		}
+	}
+}
+
+// TestD6_SubscriptionModeAllIsDefault: a new group starts at the oldest
+// retained message, with subscriptionMode=all or without a mode.
+func TestD6_SubscriptionModeAllIsDefault(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "suball")
+	txs := pushN(t, s, q, "p", 3)
+	wantTx(t, "no mode", popOK(t, s, wildcard(q, "consumerGroup", "none", "batch", "10")), txs)
+	wantTx(t, "all", popOK(t, s, wildcard(q, "consumerGroup", "all", "subscriptionMode", "all", "batch", "10")), txs)
+	wantTx(t, "all, single route", popOK(t, s, single(q, "p", "consumerGroup", "all-single", "subscriptionMode", "all", "batch", "10")), txs)
+}
+
+// TestD6_SubscriptionModeNewSkipsBacklog: subscriptionMode=new (and new-only,
+// its alias) skips the existing backlog of a new group; what is pushed after
+// is delivered. The pop records the group's durable subscription.
+func TestD6_SubscriptionModeNewSkipsBacklog(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	for _, mode := range []string{"new", "new-only"} {
+		for _, route := range []string{"wildcard", "single"} {
+			q := apitest.Unique(t, "subnew")
+			pushN(t, s, q, "p", 3)
+			path := wildcard(q, "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
+			if route == "single" {
+				path = single(q, "p", "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
+			}
+			popEmpty(t, s, path)
+			after := pushN(t, s, q, "p", 2)
+			wantTx(t, mode+" "+route+": after the backlog", popOK(t, s, path), after)
+			if n := subscriptions(t, q, "g"); n != 1 {
+				t.Fatalf("%s %s: %d subscription records, want 1", mode, route, n)
+			}
+		}
+	}
+}
+
+// TestD6_SubscriptionFromNow: subscriptionFrom=now skips the backlog of a new
+// group like subscriptionMode=new.
+func TestD6_SubscriptionFromNow(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subnow")
+	pushN(t, s, q, "p", 3)
+	path := wildcard(q, "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")
+	popEmpty(t, s, path)
+	after := pushN(t, s, q, "p", 2)
+	wantTx(t, "after the backlog", popOK(t, s, path), after)
+	if n := subscriptions(t, q, "g"); n != 1 {
+		t.Fatalf("%d subscription records, want 1", n)
+	}
+}
+
+// TestD6_SubscriptionFromTimestamp: subscriptionFrom=<ISO-8601> starts a new
+// group after the last segment created before that time.
+func TestD6_SubscriptionFromTimestamp(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subts")
+	pushN(t, s, q, "p", 2)
+	time.Sleep(100 * time.Millisecond)
+	at := time.Now().UTC()
+	time.Sleep(100 * time.Millisecond)
+	later := pushN(t, s, q, "p", 2)
+	for group, from := range map[string]string{
+		"rfc3339-z":      at.Format(time.RFC3339Nano),
+		"rfc3339-offset": at.In(time.FixedZone("", 2*3600)).Format("2006-01-02T15:04:05.000000-07:00"),
+	} {
+		wantTx(t, "from "+from, popOK(t, s, wildcard(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), later)
+	}
+	// A time before everything gets everything.
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	if p := popOK(t, s, wildcard(q, "consumerGroup", "old", "subscriptionFrom", old, "batch", "10")); len(p.Messages) != 4 {
+		t.Fatalf("from an hour ago: %v, want all 4", txids(p))
+	}
+}
+
+// TestD6_SubscriptionFromUnparseableIgnored: an unparseable subscriptionFrom
+// is ignored: the group starts as if it carried none (all), and nothing is
+// recorded for it.
+func TestD6_SubscriptionFromUnparseableIgnored(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subbad")
+	txs := pushN(t, s, q, "p", 3)
+	for _, from := range []string{"not-a-time", "2026-13-45T99:99:99Z", "yesterday"} {
+		group := "g-" + from
+		wantTx(t, "from "+from, popOK(t, s, wildcard(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), txs)
+		if n := subscriptions(t, q, group); n != 0 {
+			t.Fatalf("from %s: %d subscription records, want none", from, n)
+		}
+	}
+}
+
+// TestD6_SubscriptionIgnoredForContactedPartition: once a (partition, group)
+// has been contacted, subscriptionMode and subscriptionFrom are ignored for it.
+func TestD6_SubscriptionIgnoredForContactedPartition(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subcontacted")
+	txs := pushN(t, s, q, "a", 3)
+	wantTx(t, "first contact", popOK(t, s, single(q, "a", "consumerGroup", "g", "batch", "1", "autoAck", "true")), txs[:1])
+	wantTx(t, "mode new afterwards", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "autoAck", "true")), txs[1:])
+	more := pushN(t, s, q, "a", 2)
+	wantTx(t, "from now afterwards", popOK(t, s, single(q, "a", "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")), more)
+	if n := subscriptions(t, q, "g"); n != 0 {
+		t.Fatalf("%d subscription records for a group whose first pop carried no mode", n)
+	}
+}
+
+// TestD6_SubscriptionSeedsUncontactedPartition: the intent a pop carries seeds
+// the cursors that do not exist yet, partition by partition, even for a group
+// that has contacted other partitions (and recorded no durable subscription).
+func TestD6_SubscriptionSeedsUncontactedPartition(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subuncontacted")
+	a := pushN(t, s, q, "a", 2)
+	wantTx(t, "first contact", popOK(t, s, single(q, "a", "consumerGroup", "g", "batch", "10", "autoAck", "true")), a)
+	pushN(t, s, q, "b", 2) // a partition the group has never contacted
+	a2 := pushN(t, s, q, "a", 1)
+	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "partitions", "0", "autoAck", "true"))
+	wantTx(t, "mode new: a's rest, none of b's backlog", p, a2)
+	b2 := pushN(t, s, q, "b", 1)
+	wantTx(t, "b after its seeding", popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "10", "partitions", "0")), b2)
+}
+
+// TestD6_DurableSubscriptionWinsOverLaterPop: the record written by the first
+// pop of a new group that carried a mode wins over what a later pop carries,
+// for every partition the group had not contacted yet.
+func TestD6_DurableSubscriptionWinsOverLaterPop(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "durable")
+	pushN(t, s, q, "a", 1)
+	pushN(t, s, q, "b", 1) // b: backlog older than the subscription, not contacted yet
+	popEmpty(t, s, single(q, "a", "consumerGroup", "g", "subscriptionMode", "new"))
+	if n := subscriptions(t, q, "g"); n != 1 {
+		t.Fatalf("%d subscription records after the first pop with mode new, want 1", n)
+	}
+	a2, b2 := pushN(t, s, q, "a", 1), pushN(t, s, q, "b", 1)
+	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0", "autoAck", "true"))
+	got := map[string]bool{}
+	for _, tx := range txids(p) {
+		got[tx] = true
+	}
+	if len(p.Messages) != 2 || !got[a2[0]] || !got[b2[0]] {
+		t.Fatalf("later pop with mode all delivered %v, want only %v and %v (the record's new wins)", txids(p), a2, b2)
+	}
+}
+
+// TestD6_DurableSubscriptionAppliesToLaterPartitions: the durable record also
+// seeds partitions created after it, whatever the later pop carries.
+func TestD6_DurableSubscriptionAppliesToLaterPartitions(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	t.Run("timestamp record", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "durable-ts")
+		pushN(t, s, q, "a", 1)
+		at := time.Now().Add(1500 * time.Millisecond).UTC()
+		popEmpty(t, s, wildcard(q, "consumerGroup", "g", "subscriptionFrom", at.Format(time.RFC3339Nano)))
+		if n := subscriptions(t, q, "g"); n != 1 {
+			t.Fatalf("%d subscription records, want 1", n)
+		}
+		pushN(t, s, q, "c", 1) // a new partition, written before the record's time
+		time.Sleep(time.Until(at) + 100*time.Millisecond)
+		c2, a2 := pushN(t, s, q, "c", 1), pushN(t, s, q, "a", 1)
+		p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0"))
+		got := map[string]bool{}
+		for _, tx := range txids(p) {
+			got[tx] = true
+		}
+		if len(p.Messages) != 2 || !got[c2[0]] || !got[a2[0]] {
+			t.Fatalf("delivered %v, want only %v and %v (written after the recorded time)", txids(p), c2, a2)
+		}
+	})
+	t.Run("all record", func(t *testing.T) {
+		t.Parallel()
+		q := apitest.Unique(t, "durable-all")
+		a := pushN(t, s, q, "a", 1)
+		wantTx(t, "first pop, mode all", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "autoAck", "true")), a)
+		if n := subscriptions(t, q, "g"); n != 1 {
+			t.Fatalf("%d subscription records, want 1", n)
+		}
+		c := pushN(t, s, q, "c", 2)
+		wantTx(t, "new partition, later pop with mode new", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10")), c)
+	})
+}
