@@ -54,8 +54,8 @@ type Config struct {
 	// Notifier, when set, carries wake-ups to and from other broker
 	// processes on the same database.
 	Notifier Notifier
-	Backoff Backoff
-	Logger  *slog.Logger
+	Backoff  Backoff
+	Logger   *slog.Logger
 	// ClaimsInFlight caps the claim statements one queue actor runs at once;
 	// each carries every pop that was ready when it started.
 	ClaimsInFlight int

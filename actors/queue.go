@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -50,8 +51,8 @@ type popReply struct {
 
 type cancelPop struct{ w *waiter }
 
-// wake tells an actor that something in its scope was pushed.
-type wake struct{}
+// wake tells an actor that something in its scope (queue) was pushed.
+type wake struct{ queue uuid.UUID }
 
 type tick struct{}
 
@@ -77,13 +78,12 @@ type queueLoaded struct {
 }
 
 type roundDone struct {
-	ws       []*waiter
-	params   []queengo.ClaimParams
-	res      []queengo.ClaimResult
-	err      error
-	parts    map[string]uuid.UUID // partition ids the round looked up
-	scope    []uuid.UUID          // a refreshed discovery scope
-	scopeErr error
+	ws     []*waiter
+	params []queengo.ClaimParams
+	res    []queengo.ClaimResult
+	err    error
+	parts  map[string]uuid.UUID // partition ids the round looked up
+	scope  []uuid.UUID          // a refreshed discovery scope
 }
 
 // keyState is the long-poll state shared by the parked pops of one (group,
@@ -185,6 +185,9 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	case *cancelPop:
 		a.cancel(m.w)
 	case *wake:
+		if a.scope != nil && !slices.Contains(a.scopeIDs, m.queue) {
+			a.scopeAt = time.Time{} // a queue new to the scope: look again
+		}
 		a.wakeAll()
 	case *partitionFreed:
 		for g, rs := range a.ready {
@@ -194,7 +197,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		}
 		a.wakeAll()
 		if m.group == "" && a.q != nil {
-			ctx.Send(a.b.registry, &queuePushed{namespace: a.q.Namespace, task: a.q.Task})
+			ctx.Send(a.b.registry, &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
 		}
 	case *tick:
 		a.timerAt = time.Time{}
@@ -273,7 +276,7 @@ func (a *queueActor) onCommitDone(ctx actor.Context, m *commitDone) {
 			a.b.announce(a.name, s.seg.Partition)
 		}
 		a.wakeAll()
-		ctx.Send(a.b.registry, &queuePushed{namespace: q.Namespace, task: q.Task})
+		ctx.Send(a.b.registry, &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
 	for i, s := range m.segs {
 		d := &segmentDone{err: m.err}
@@ -411,7 +414,8 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		d := &roundDone{ws: run, params: params}
 		if refresh {
 			var qs []queengo.Queue
-			if qs, d.scopeErr = store.QueuesInScope(c, scope.namespace, scope.task); d.scopeErr == nil {
+			qs, err := store.QueuesInScope(c, scope.namespace, scope.task)
+			if d.err = err; err == nil {
 				d.scope = make([]uuid.UUID, 0, len(qs))
 				for _, q := range qs {
 					d.scope = append(d.scope, q.ID)
@@ -513,8 +517,6 @@ func (a *queueActor) onRound(d *roundDone) {
 	now := time.Now()
 	if d.scope != nil {
 		a.scopeIDs, a.scopeAt = d.scope, now
-	} else if d.scopeErr != nil {
-		a.b.log.Warn("refreshing discovery scope failed", "err", d.scopeErr)
 	}
 	for name, pid := range d.parts {
 		a.parts[name] = pid

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 )
 
 // scopeKey names a discovery scope; an empty field matches any.
@@ -23,7 +24,10 @@ type getScope struct {
 
 // queuePushed tells the registry that a segment was committed to a queue, so
 // the discovery scopes containing it wake their parked pops.
-type queuePushed struct{ namespace, task string }
+type queuePushed struct {
+	queue           uuid.UUID
+	namespace, task string
+}
 
 // releaseAll answers every parked pop empty, for shutdown.
 type releaseAll struct{ done chan struct{} }
@@ -65,7 +69,7 @@ func (r *registry) Receive(ctx actor.Context) {
 	case *queuePushed:
 		for k, pid := range r.scopes {
 			if k.matches(m.namespace, m.task) {
-				ctx.Send(pid, &wake{})
+				ctx.Send(pid, &wake{queue: m.queue})
 			}
 		}
 	case *releaseAll:

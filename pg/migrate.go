@@ -63,7 +63,9 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	var applied []int
-	err = s.withConn(ctx, func(c *pgxpool.Conn) error {
+	// The acquire timeout is for serving requests; at start-up the first
+	// connection may take longer to open than a pop may wait for one.
+	err = s.withConnWait(ctx, 0, func(c *pgxpool.Conn) error {
 		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
 			return fmt.Errorf("error taking migration lock: %w", err)
 		}

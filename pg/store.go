@@ -104,9 +104,15 @@ func (s *Store) PoolStats() (total, idle, acquired int32) {
 
 // withConn runs fn on a pooled connection acquired within AcquireTimeout.
 func (s *Store) withConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	return s.withConnWait(ctx, s.cfg.AcquireTimeout, fn)
+}
+
+// withConnWait runs fn on a pooled connection acquired within wait (0: as
+// long as ctx allows).
+func (s *Store) withConnWait(ctx context.Context, wait time.Duration, fn func(*pgxpool.Conn) error) error {
 	actx, cancel := ctx, context.CancelFunc(func() {})
-	if s.cfg.AcquireTimeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, s.cfg.AcquireTimeout)
+	if wait > 0 {
+		actx, cancel = context.WithTimeout(ctx, wait)
 	}
 	c, err := s.pool.Acquire(actx)
 	cancel()
