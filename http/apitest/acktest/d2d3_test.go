@@ -1,0 +1,330 @@
+package acktest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// D2: acks out of order inside a span are recorded per offset; committed
+// advances only over the contiguous resolved prefix and never moves back.
+// After the lease expires, delivery resumes just past committed.
+func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d2-prefix")
+	ps := pushN(t, s, q, "", 5)
+	pid := ps[0].PartitionID
+	off := make([]int64, 5)
+	for i, p := range ps {
+		off[i] = offsetOf(t, pid, p.Tx)
+	}
+	popped := time.Now()
+	p := popOK(t, s, wildcard(q, "batch", "5", "leaseSeconds", "3"))
+	if !sameList(txs(p.Messages), txsOf(ps)) {
+		t.Fatalf("pop %v", txs(p.Messages))
+	}
+	m := p.Messages
+	base := readCursor(t, pid, "").Committed
+	if base != off[0]-1 {
+		t.Fatalf("committed %d before any ack, want %d", base, off[0]-1)
+	}
+	step := func(k int, want int64) {
+		t.Helper()
+		r := ackOK(t, s, m[k], "completed", "")
+		if r.LeaseReleased {
+			t.Fatalf("ack of m%d released the lease with the span unresolved", k+1)
+		}
+		if c := readCursor(t, pid, ""); c.Committed != want || !c.Live {
+			t.Fatalf("after ack of m%d: committed %d (live %v), want %d", k+1, c.Committed, c.Live, want)
+		}
+	}
+	step(2, base)   // m3: a hole before it
+	step(0, off[0]) // m1: prefix m1
+	step(1, off[2]) // m2: prefix m1..m3
+	step(4, off[2]) // m5: m4 still open
+	// A repeated ack of an offset at or below committed fails and moves
+	// nothing back.
+	wantFailure(t, ack(t, s, m[0], "completed", ""), "Invalid or expired lease")
+	if c := readCursor(t, pid, ""); c.Committed != off[2] {
+		t.Fatalf("committed moved to %d", c.Committed)
+	}
+
+	// The lease expires with m4 open: delivery resumes at m4, never before.
+	time.Sleep(time.Until(popped.Add(3100 * time.Millisecond)))
+	p2 := popWithin(t, s, wildcard(q, "batch", "10"), 3*time.Second)
+	if p2 == nil {
+		t.Fatal("nothing redelivered after the lease expired")
+	}
+	got := txs(p2.Messages)
+	if got[0] != ps[3].Tx {
+		t.Fatalf("redelivery %v, want it to start at m4 %s", got, ps[3].Tx)
+	}
+	for _, done := range ps[:3] {
+		if slices.Contains(got, done.Tx) {
+			t.Fatalf("committed message %s redelivered: %v", done.Tx, got)
+		}
+	}
+	if c := readCursor(t, pid, ""); c.Committed != off[2] {
+		t.Fatalf("committed %d after the re-claim, want %d", c.Committed, off[2])
+	}
+	var last ackRes
+	for _, mm := range p2.Messages {
+		last = ackOK(t, s, mm, "completed", "")
+	}
+	if !last.LeaseReleased {
+		t.Fatalf("last ack of the span did not release the lease: %+v", last)
+	}
+	if c := readCursor(t, pid, ""); c.Committed != off[4] || c.LeaseID != nil {
+		t.Fatalf("final cursor %+v", c)
+	}
+}
+
+// D2: the lease ends when every offset of the span is resolved:
+// leaseReleased is true on the ack that resolves the last one, and the next
+// pop gets the following messages at once.
+func TestD2_LeaseEndsWhenSpanResolved(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d2-release")
+	ps := pushN(t, s, q, "", 6)
+	p := popOK(t, s, wildcard(q, "batch", "3", "leaseSeconds", "60"))
+	if !sameList(txs(p.Messages), txsOf(ps[:3])) {
+		t.Fatalf("pop %v", txs(p.Messages))
+	}
+	// Held: nothing else of this single partition is delivered.
+	popNone(t, s, wildcard(q, "batch", "3"))
+	for i, k := range []int{1, 2, 0} {
+		r := ackOK(t, s, p.Messages[k], "completed", "")
+		if r.LeaseReleased != (i == 2) {
+			t.Fatalf("ack %d (m%d): leaseReleased %v", i, k+1, r.LeaseReleased)
+		}
+	}
+	c := readCursor(t, ps[0].PartitionID, "")
+	if c.LeaseID != nil || c.LeaseEnd != nil || c.Committed != offsetOf(t, ps[0].PartitionID, ps[2].Tx) {
+		t.Fatalf("cursor after the span resolved: %+v", c)
+	}
+	p2 := popOK(t, s, wildcard(q, "batch", "3"))
+	if !sameList(txs(p2.Messages), txsOf(ps[3:])) {
+		t.Fatalf("next pop %v, want %v", txs(p2.Messages), txsOf(ps[3:]))
+	}
+}
+
+// D2: acking an offset outside the live span (past its end, or with a
+// leaseId that is no longer the live one) is the per-item failure "Invalid
+// or expired lease"; the live lease still acks.
+func TestD2_AckOutsideLiveSpanFails(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d2-outside")
+	ps := pushN(t, s, q, "", 4)
+	pid := ps[0].PartitionID
+	p := popOK(t, s, wildcard(q, "batch", "2", "leaseSeconds", "1"))
+	if !sameList(txs(p.Messages), txsOf(ps[:2])) {
+		t.Fatalf("pop %v", txs(p.Messages))
+	}
+	// m3 exists but lies past the span.
+	beyond := apitest.Message{TransactionID: ps[2].Tx, PartitionID: pid, LeaseID: p.LeaseID}
+	wantFailure(t, ack(t, s, beyond, "completed", ""), "Invalid or expired lease")
+	beyond.LeaseID = ""
+	wantFailure(t, ack(t, s, beyond, "completed", ""), "Invalid or expired lease")
+	if c := readCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
+		t.Fatalf("cursor changed: %+v", c)
+	}
+	// The lease expires and the span is claimed again under a new lease.
+	time.Sleep(1100 * time.Millisecond)
+	wantFailure(t, ack(t, s, p.Messages[0], "completed", ""), "Invalid or expired lease")
+	p2 := popWithin(t, s, wildcard(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second)
+	if p2 == nil || p2.LeaseID == p.LeaseID || p2.Messages[0].TransactionID != ps[0].Tx {
+		t.Fatalf("re-claim %+v", p2)
+	}
+	// The stale lease fails even though the offset is inside the new span.
+	wantFailure(t, ack(t, s, p.Messages[0], "completed", ""), "Invalid or expired lease")
+	res := postBatch(t, s, nil, ackItem(p.Messages[1], "completed"))
+	wantFailure(t, res[0], "Invalid or expired lease")
+	if c := readCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
+		t.Fatalf("a stale lease moved the cursor: %+v", c)
+	}
+	ackOK(t, s, p2.Messages[0], "completed", "")
+	if c := readCursor(t, pid, ""); c.Committed != offsetOf(t, pid, ps[0].Tx) {
+		t.Fatalf("cursor %+v", c)
+	}
+}
+
+// D3: a failed ack with budget left counts one failure, ends the lease at
+// once (leaseReleased), keeps the resolved prefix, and makes the rest
+// claimable again no sooner than retryDelay; offsets acked beyond the
+// failed one are delivered again.
+func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d3-failed")
+	configure(t, s, q, map[string]any{"retryLimit": 3, "retryDelay": 1500, "leaseTime": 60})
+	ps := pushN(t, s, q, "", 3)
+	pid := ps[0].PartitionID
+	p := popOK(t, s, wildcard(q, "batch", "3"))
+	m := p.Messages
+	ackOK(t, s, m[0], "completed", "")
+	ackOK(t, s, m[2], "completed", "") // beyond the one that will fail
+	sent := time.Now()
+	r := ackOK(t, s, m[1], "failed", "")
+	if !r.LeaseReleased || r.DLQ {
+		t.Fatalf("failed ack: %+v", r)
+	}
+	c := readCursor(t, pid, "")
+	if c.LeaseID != nil || c.Live || c.Committed != offsetOf(t, pid, ps[0].Tx) {
+		t.Fatalf("cursor after the failed ack: %+v", c)
+	}
+	if n := failures(t, pid, "", offsetOf(t, pid, ps[1].Tx)); n != 1 {
+		t.Fatalf("attempts %d, want 1", n)
+	}
+	// Not before retryDelay.
+	popNone(t, s, wildcard(q, "batch", "3"))
+	popNone(t, s, single(q, "Default", "batch", "3"))
+	p2 := popWithin(t, s, wildcard(q, "batch", "3"), 5*time.Second)
+	waited := time.Since(sent)
+	if p2 == nil {
+		t.Fatal("the span never came back after retryDelay")
+	}
+	if waited < 1450*time.Millisecond {
+		t.Fatalf("redelivered after %v, before retryDelay 1500 ms", waited)
+	}
+	if !sameList(txs(p2.Messages), txsOf(ps[1:])) {
+		t.Fatalf("redelivery %v, want m2 and m3 %v", txs(p2.Messages), txsOf(ps[1:]))
+	}
+}
+
+// D3: status retry ends the lease at once without consuming budget; with
+// retryLimit 1 any number of retries leaves the message one failure of
+// budget, and only the second failed ack dead-letters it.
+func TestD3_RetryEndsLeaseWithoutBudget(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d3-retry")
+	configure(t, s, q, map[string]any{"retryLimit": 1, "retryDelay": 0, "leaseTime": 60})
+	ps := pushN(t, s, q, "", 2)
+	pid := ps[0].PartitionID
+	off := offsetOf(t, pid, ps[0].Tx)
+	for i := range 3 {
+		p := popOK(t, s, wildcard(q))
+		if p.Messages[0].TransactionID != ps[0].Tx {
+			t.Fatalf("round %d: got %v", i, txs(p.Messages))
+		}
+		r := ackOK(t, s, p.Messages[0], "retry", "")
+		if !r.LeaseReleased || r.DLQ {
+			t.Fatalf("retry: %+v", r)
+		}
+		if c := readCursor(t, pid, ""); c.LeaseID != nil || c.Committed != off-1 {
+			t.Fatalf("cursor after retry: %+v", c)
+		}
+		if n := failures(t, pid, "", off); n != 0 {
+			t.Fatalf("retry consumed budget: attempts %d", n)
+		}
+	}
+	p := popOK(t, s, wildcard(q))
+	if r := ackOK(t, s, p.Messages[0], "failed", ""); r.DLQ {
+		t.Fatalf("first failure dead-lettered after retries: %+v", r)
+	}
+	p = popWithin(t, s, wildcard(q), 3*time.Second)
+	if p == nil || p.Messages[0].TransactionID != ps[0].Tx {
+		t.Fatalf("after one failure: %+v", p)
+	}
+	if r := ackOK(t, s, p.Messages[0], "failed", ""); !r.DLQ {
+		t.Fatalf("second failure with retryLimit 1 not dead-lettered: %+v", r)
+	}
+	p = popWithin(t, s, wildcard(q), 3*time.Second)
+	if p == nil || p.Messages[0].TransactionID != ps[1].Tx {
+		t.Fatalf("after the dead letter: %+v", p)
+	}
+}
+
+// D3 and A-10: status dlq dead-letters the message at once (no budget
+// needed), with the given error text; committed moves past it.
+func TestD3_DlqStatusDeadLettersAtOnce(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d3-dlq")
+	configure(t, s, q, map[string]any{"retryLimit": 5})
+	ps := pushN(t, s, q, "", 2)
+	pid := ps[0].PartitionID
+	p := popOK(t, s, wildcard(q, "batch", "2", "consumerGroup", "g"))
+	b := ackBody(p.Messages[0], "dlq", "g")
+	b["error"] = "poison pill"
+	r := postAck(t, s, b)
+	if !r.Success || !r.DLQ || r.LeaseReleased {
+		t.Fatalf("dlq ack: %+v %s", r, r.errText())
+	}
+	c := readCursor(t, pid, "g")
+	if c.Committed != offsetOf(t, pid, ps[0].Tx) || !c.Live {
+		t.Fatalf("cursor %+v", c)
+	}
+	l := listDLQ(t, s, "queue", q)
+	if *l.Total != 1 || len(l.Messages) != 1 {
+		t.Fatalf("dead letters %+v", l)
+	}
+	d := l.Messages[0]
+	if d.TransactionID != ps[0].Tx || d.ConsumerGroup != "g" || d.ErrorMessage == nil || *d.ErrorMessage != "poison pill" {
+		t.Fatalf("entry %+v", d)
+	}
+	// Only the group that dead-lettered it moved: queue mode still gets it.
+	pq := popOK(t, s, wildcard(q))
+	if pq.Messages[0].TransactionID != ps[0].Tx {
+		t.Fatalf("queue mode got %v", txs(pq.Messages))
+	}
+	if r := ackOK(t, s, p.Messages[1], "completed", "g"); !r.LeaseReleased {
+		t.Fatalf("span not released after the last offset: %+v", r)
+	}
+}
+
+// api.md 4.3 (failed beyond retryLimit): without an error text the dead
+// letter says "Retries exhausted".
+func TestA10_DeadLetterWithoutErrorTextSaysRetriesExhausted(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "a10-text")
+	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	pushN(t, s, q, "", 1)
+	p := popOK(t, s, wildcard(q))
+	b := ackBody(p.Messages[0], "failed", nil)
+	b["error"] = nil
+	if r := postAck(t, s, b); !r.Success || !r.DLQ {
+		t.Fatalf("failed with retryLimit 0: %+v %s", r, r.errText())
+	}
+	l := listDLQ(t, s, "queue", q)
+	if len(l.Messages) != 1 || l.Messages[0].ErrorMessage == nil || *l.Messages[0].ErrorMessage != "Retries exhausted" {
+		t.Fatalf("dead letters %+v", l.Messages)
+	}
+}
+
+// D2 and D5: a dead-lettered offset is resolved. When it lies beyond the
+// contiguous prefix and the lease expires, the group must not have to
+// resolve it again: once the offsets before it are acked, committed passes
+// it and the lease ends.
+func TestD5_DeadLetterBeyondPrefixStaysResolved(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d5-resolved")
+	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	ps := pushN(t, s, q, "", 2)
+	pid := ps[0].PartitionID
+	p := popOK(t, s, wildcard(q, "batch", "2", "leaseSeconds", "1"))
+	if r := ackOK(t, s, p.Messages[1], "dlq", ""); !r.DLQ {
+		t.Fatalf("dlq ack %+v", r)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	p2 := popWithin(t, s, wildcard(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second)
+	if p2 == nil || p2.Messages[0].TransactionID != ps[0].Tx {
+		t.Fatalf("re-claim %+v", p2)
+	}
+	r := ackOK(t, s, p2.Messages[0], "completed", "")
+	c := readCursor(t, pid, "")
+	if c.Committed != offsetOf(t, pid, ps[1].Tx) || !r.LeaseReleased {
+		t.Errorf("after acking m1: committed %d (want %d, past the dead-lettered m2), leaseReleased %v; redelivered %v",
+			c.Committed, offsetOf(t, pid, ps[1].Tx), r.LeaseReleased, txs(p2.Messages))
+	}
+	if l := listDLQ(t, s, "queue", q); *l.Total != 1 {
+		t.Errorf("dead letters %d, want 1", *l.Total)
+	}
+}

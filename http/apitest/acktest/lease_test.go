@@ -1,0 +1,196 @@
+package acktest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// extendRes is one element of a lease extend answer (api.md 4.6, L-3).
+type extendRes struct {
+	Index     int     `json:"index"`
+	LeaseID   string  `json:"leaseId"`
+	Success   bool    `json:"success"`
+	Error     *string `json:"error"`
+	ExpiresAt *string `json:"expiresAt"`
+}
+
+// extend posts to /api/v1/lease/:leaseId/extend and requires 200 with one
+// element carrying every field of L-3.
+func extend(t testing.TB, s *apitest.Server, lease string, body any) extendRes {
+	t.Helper()
+	r := s.Post(t, "/api/v1/lease/"+lease+"/extend", body)
+	if r.Status != 200 {
+		t.Fatalf("extend %s: %d %s", lease, r.Status, r.Body)
+	}
+	var raw []map[string]json.RawMessage
+	r.JSON(t, &raw)
+	if len(raw) != 1 {
+		t.Fatalf("extend: want one element, got %s", r.Body)
+	}
+	for _, k := range []string{"index", "leaseId", "success", "error", "expiresAt"} {
+		if _, ok := raw[0][k]; !ok {
+			t.Fatalf("extend result lacks %q: %s", k, r.Body)
+		}
+	}
+	var out []extendRes
+	r.JSON(t, &out)
+	if out[0].Index != 0 || out[0].LeaseID != lease {
+		t.Fatalf("extend result %s", r.Body)
+	}
+	return out[0]
+}
+
+func extendOK(t testing.TB, s *apitest.Server, lease string, body any) time.Time {
+	t.Helper()
+	e := extend(t, s, lease, body)
+	if !e.Success || e.Error != nil || e.ExpiresAt == nil {
+		t.Fatalf("extend %s: %+v", lease, e)
+	}
+	return parseTS(t, *e.ExpiresAt)
+}
+
+func near(a, b time.Time, d time.Duration) bool {
+	diff := a.Sub(b)
+	return diff > -d && diff < d
+}
+
+// L-2 and L-3: one extend moves every live span carrying the lease id: all
+// cursors of a multi-partition pop get lease_expires_at >= now + seconds, and
+// expiresAt is the earliest of them.
+func TestL2_ExtendAllPartitionsOfLease(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "l2-multi")
+	var pids []string
+	for _, part := range []string{"a", "b", "c"} {
+		pids = append(pids, pushN(t, s, q, part, 2)[0].PartitionID)
+	}
+	p := popOK(t, s, wildcard(q, "batch", "10", "partitions", "0", "leaseSeconds", "5"))
+	if p.PartitionsClaimed != 3 || len(p.Messages) != 6 {
+		t.Fatalf("pop claimed %d partitions, %d messages", p.PartitionsClaimed, len(p.Messages))
+	}
+	for _, pid := range pids {
+		c := readCursor(t, pid, "")
+		if c.LeaseID == nil || *c.LeaseID != p.LeaseID || time.Until(*c.Expires) > 6*time.Second {
+			t.Fatalf("cursor before the extend: %+v", c)
+		}
+	}
+	before := time.Now()
+	got := extendOK(t, s, p.LeaseID, map[string]any{"seconds": 120})
+	earliest := time.Time{}
+	for _, pid := range pids {
+		c := readCursor(t, pid, "")
+		if !c.Live || *c.LeaseID != p.LeaseID || c.Expires.Before(before.Add(119*time.Second)) {
+			t.Fatalf("cursor %s not extended to 120 s: expires in %v", pid, time.Until(*c.Expires))
+		}
+		if earliest.IsZero() || c.Expires.Before(earliest) {
+			earliest = *c.Expires
+		}
+	}
+	if !near(got, earliest, 2*time.Millisecond) {
+		t.Fatalf("expiresAt %v, want the earliest new expiry %v", got, earliest)
+	}
+	// Every message of every partition still acks with the lease.
+	items := make([]map[string]any, len(p.Messages))
+	for i, m := range p.Messages {
+		items[i] = ackItem(m, "completed")
+	}
+	for i, r := range postBatch(t, s, nil, items...) {
+		if !r.Success {
+			t.Fatalf("item %d: %+v %s", i, r, r.errText())
+		}
+	}
+}
+
+// L-2: an extended lease outlives its original expiry: no redelivery, and
+// the lease still acks.
+func TestL2_ExtendedLeaseIsNotRedelivered(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "l2-holds")
+	pushN(t, s, q, "", 1)
+	p := popOK(t, s, wildcard(q, "leaseSeconds", "1"))
+	extendOK(t, s, p.LeaseID, map[string]any{"seconds": 30})
+	time.Sleep(1300 * time.Millisecond)
+	popNone(t, s, wildcard(q))
+	if r := ackOK(t, s, p.Messages[0], "completed", ""); !r.LeaseReleased {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// L-2: an extend never shortens a lease; expiresAt reports the unchanged
+// expiry.
+func TestL2_ExtendNeverShortens(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "l2-shorten")
+	ps := pushN(t, s, q, "", 1)
+	p := popOK(t, s, wildcard(q, "leaseSeconds", "300"))
+	was := *readCursor(t, ps[0].PartitionID, "").Expires
+	got := extendOK(t, s, p.LeaseID, map[string]any{"seconds": 10})
+	now := readCursor(t, ps[0].PartitionID, "")
+	if !now.Expires.Equal(was) {
+		t.Fatalf("lease moved from %v to %v", was, *now.Expires)
+	}
+	if !near(got, was, 2*time.Millisecond) {
+		t.Fatalf("expiresAt %v, want %v", got, was)
+	}
+}
+
+// L-1 and the target behaviour: an empty body (and {}) extends by 60 s.
+func TestL1_ExtendEmptyBodyMeans60(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "l1-default")
+	ps := pushN(t, s, q, "", 1)
+	pid := ps[0].PartitionID
+	p := popOK(t, s, wildcard(q, "leaseSeconds", "5"))
+	for _, body := range []any{nil, map[string]any{}} {
+		extendOK(t, s, p.LeaseID, body)
+		left := time.Until(*readCursor(t, pid, "").Expires)
+		if left < 55*time.Second || left > 61*time.Second {
+			t.Fatalf("body %v: lease expires in %v, want about 60 s", body, left)
+		}
+	}
+}
+
+// L-2 and L-3: an unknown lease, one that already expired, and one that an
+// ack already ended are per-item failures (success false, an error text,
+// expiresAt null) inside a 200; an expired lease is not revived.
+func TestL3_ExtendUnknownOrExpiredLeaseIsItemFailure(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "l3-fail")
+	ps := pushN(t, s, q, "", 2)
+	pid := ps[0].PartitionID
+	fail := func(lease string) {
+		t.Helper()
+		e := extend(t, s, lease, map[string]any{"seconds": 30})
+		if e.Success || e.Error == nil || *e.Error == "" || e.ExpiresAt != nil {
+			t.Fatalf("extend %s: want a failure, got %+v", lease, e)
+		}
+	}
+	fail(uuid.NewString())
+	fail("not-a-lease")
+
+	p := popOK(t, s, wildcard(q, "leaseSeconds", "1"))
+	time.Sleep(1100 * time.Millisecond)
+	fail(p.LeaseID)
+	if c := readCursor(t, pid, ""); c.Live {
+		t.Fatalf("the expired lease was revived: %+v", c)
+	}
+	p2 := popWithin(t, s, wildcard(q, "leaseSeconds", "30"), 3*time.Second)
+	if p2 == nil || p2.Messages[0].TransactionID != ps[0].Tx {
+		t.Fatalf("no redelivery after the failed extend: %+v", p2)
+	}
+	// A lease an ack ended.
+	if r := ackOK(t, s, p2.Messages[0], "completed", ""); !r.LeaseReleased {
+		t.Fatalf("%+v", r)
+	}
+	fail(p2.LeaseID)
+}
