@@ -178,9 +178,9 @@ type Span struct {
 type ClaimResult struct {
 	Spans    []Span
 	Messages []Message
-	// Exhausted reports that the budget or the partition cap ran out before
-	// every candidate partition was looked at.
-	Exhausted bool
+	// Ready lists claimable partitions the claim left untaken because the
+	// budget or the cap ran out, at most 1000.
+	Ready []uuid.UUID
 	// Taken counts the messages claimed, or available when Min held them back.
 	Taken int
 }

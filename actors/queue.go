@@ -84,6 +84,7 @@ type roundDone struct {
 	err    error
 	parts  map[string]uuid.UUID // partition ids the round looked up
 	scope  []uuid.UUID          // a refreshed discovery scope
+	since  uint64               // the actor's event number when it started
 }
 
 // keyState is the long-poll state shared by the parked pops of one (group,
@@ -101,10 +102,23 @@ type keyState struct {
 
 // readySet is the queue actor's belief about which partitions a group could
 // claim now. It is a hint: a claim verifies everything in SQL.
+// Each entry remembers the actor's event number of its last addition, so a
+// claim that started before a partition was (re)offered cannot erase that
+// offer when it comes back empty-handed.
 type readySet struct {
-	set      map[uuid.UUID]struct{}
+	set      map[uuid.UUID]uint64
 	known    bool
 	lastFull time.Time
+}
+
+// offer marks pid ready as of event n.
+func (rs *readySet) offer(pid uuid.UUID, n uint64) { rs.set[pid] = n }
+
+// drop forgets pid unless it was offered after event since.
+func (rs *readySet) drop(pid uuid.UUID, since uint64) {
+	if n, ok := rs.set[pid]; ok && n <= since {
+		delete(rs.set, pid)
+	}
 }
 
 type leaseEvent struct {
@@ -139,6 +153,7 @@ type queueActor struct {
 	leases   []leaseEvent
 	inflight int
 	closing  bool
+	events   uint64 // numbers ready-set offers
 
 	timer   *time.Timer
 	timerAt time.Time
@@ -192,7 +207,8 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	case *partitionFreed:
 		for g, rs := range a.ready {
 			if m.group == "" || m.group == g {
-				rs.set[m.partition] = struct{}{}
+				a.events++
+				rs.offer(m.partition, a.events)
 			}
 		}
 		a.wakeAll()
@@ -271,7 +287,8 @@ func (a *queueActor) onCommitDone(ctx actor.Context, m *commitDone) {
 		}
 		for _, s := range m.segs {
 			for _, rs := range a.ready {
-				rs.set[s.seg.Partition] = struct{}{}
+				a.events++
+				rs.offer(s.seg.Partition, a.events)
 			}
 			a.b.announce(a.name, s.seg.Partition)
 		}
@@ -407,11 +424,12 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		qid = a.q.ID
 	}
 	scope, refresh := a.scope, a.scope != nil && now.Sub(a.scopeAt) > scopeRefresh
+	since := a.events
 	scopeIDs := a.scopeIDs
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), claimTimeout)
 		defer cancel()
-		d := &roundDone{ws: run, params: params}
+		d := &roundDone{ws: run, params: params, since: since}
 		if refresh {
 			var qs []queengo.Queue
 			qs, err := store.QueuesInScope(c, scope.namespace, scope.task)
@@ -528,16 +546,17 @@ func (a *queueActor) onRound(d *roundDone) {
 			continue
 		}
 		p, r := &d.params[i], &d.res[i]
-		a.learn(w, p, r, now)
+		a.learn(w, p, r, d.since, now)
 		switch {
 		case w.cancelled:
 			// The client left; whatever was leased redelivers at expiry.
 		case len(r.Messages) > 0:
 			a.answer(w, popReply{res: queengo.PopResult{LeaseID: leaseText(p), Messages: r.Messages,
 				PartitionsClaimed: len(r.Spans)}})
-			// Its key-mates may find more: let them look now.
-			if k := a.keys[w.key]; k != nil {
-				a.pending = append(a.pending, a.unpark(k)...)
+			// The claim left claimable partitions untaken: as many
+			// key-mates as there are of them look now.
+			if k := a.keys[w.key]; k != nil && len(r.Ready) > 0 {
+				a.pending = append(a.pending, a.unparkN(k, len(r.Ready))...)
 			}
 		case p.Min > 0 && r.Taken > 0:
 			if w.holdUntil.IsZero() {
@@ -563,43 +582,52 @@ func leaseText(p *queengo.ClaimParams) string {
 	return p.LeaseID.String()
 }
 
-// learn updates the group's ready set from what a claim saw.
-func (a *queueActor) learn(w *waiter, p *queengo.ClaimParams, r *queengo.ClaimResult, now time.Time) {
+// readyReportMax is the most untaken partitions a claim reports (queen.claim
+// LIMIT): a full scan that reports fewer saw everything claimable.
+const readyReportMax = 1000
+
+// learn updates the group's ready set from what a claim that started at
+// event since saw: partitions it leased are not ready until their lease ends,
+// the ones it reported claimable are, and the rest of what it searched is
+// not (unless offered again since the claim started).
+func (a *queueActor) learn(w *waiter, p *queengo.ClaimParams, r *queengo.ClaimResult, since uint64, now time.Time) {
 	if a.scope != nil || w.req.Partition != "" {
 		return
 	}
 	rs := a.ready[p.Group]
 	if rs == nil {
-		rs = &readySet{set: map[uuid.UUID]struct{}{}}
+		rs = &readySet{set: map[uuid.UUID]uint64{}}
 		a.ready[p.Group] = rs
 	}
-	claimed := map[uuid.UUID]bool{}
+	keep := make(map[uuid.UUID]bool, len(r.Ready)+len(r.Spans))
+	for _, pid := range r.Ready {
+		keep[pid] = true
+		a.events++
+		rs.offer(pid, a.events)
+	}
 	if p.Min == 0 || len(r.Messages) > 0 {
 		for _, s := range r.Spans {
-			claimed[s.PartitionID] = true
-			if !p.AutoAck {
-				delete(rs.set, s.PartitionID)
-				a.leases = append(a.leases, leaseEvent{at: now.Add(s.Lease), group: p.Group, pid: s.PartitionID})
+			keep[s.PartitionID] = true
+			if p.AutoAck {
+				// Committed, not leased: it may hold more.
+				a.events++
+				rs.offer(s.PartitionID, a.events)
 			} else {
-				rs.set[s.PartitionID] = struct{}{}
+				rs.drop(s.PartitionID, since)
+				a.leases = append(a.leases, leaseEvent{at: now.Add(s.Lease), group: p.Group, pid: s.PartitionID})
 			}
 		}
 	}
-	if r.Exhausted || (p.Min > 0 && len(r.Messages) == 0) {
-		return // it stopped early: the partitions it did not reach may be ready
-	}
-	if p.Candidates == nil {
+	searched := p.Candidates
+	if searched == nil {
 		for pid := range rs.set {
-			if !claimed[pid] {
-				delete(rs.set, pid)
-			}
+			searched = append(searched, pid)
 		}
-		rs.known, rs.lastFull = true, now
-		return
+		rs.known, rs.lastFull = len(r.Ready) < readyReportMax, now
 	}
-	for _, pid := range p.Candidates {
-		if !claimed[pid] {
-			delete(rs.set, pid)
+	for _, pid := range searched {
+		if !keep[pid] {
+			rs.drop(pid, since)
 		}
 	}
 }
@@ -662,7 +690,8 @@ func (a *queueActor) onTick() {
 			continue
 		}
 		if rs := a.ready[e.group]; rs != nil {
-			rs.set[e.pid] = struct{}{}
+			a.events++
+			rs.offer(e.pid, a.events)
 		}
 		if k := a.keys[e.group+"\x00"]; k != nil {
 			k.next = now
@@ -677,6 +706,15 @@ func (a *queueActor) unpark(k *keyState) []*waiter {
 	ws := k.waiters
 	k.waiters = nil
 	parked.Add(-int64(len(ws)))
+	return ws
+}
+
+// unparkN takes up to n of the key's parked pops, oldest first.
+func (a *queueActor) unparkN(k *keyState, n int) []*waiter {
+	n = min(n, len(k.waiters))
+	ws := append([]*waiter(nil), k.waiters[:n]...)
+	k.waiters = append(k.waiters[:0], k.waiters[n:]...)
+	parked.Add(-int64(n))
 	return ws
 }
 

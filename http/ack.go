@@ -21,6 +21,8 @@ var (
 	errBatchTxID         = apiError{fasthttp.StatusBadRequest, "Each acknowledgment must have a valid transactionId string"}
 	errBatchPartition    = apiError{fasthttp.StatusBadRequest, "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"}
 	errStatusString      = apiError{fasthttp.StatusBadRequest, "status must be a string"}
+	errLeaseString       = apiError{fasthttp.StatusBadRequest, "leaseId must be a string or null"}
+	errErrorString       = apiError{fasthttp.StatusBadRequest, "error must be a string or null"}
 	errGroupString       = apiError{fasthttp.StatusBadRequest, "consumerGroup must be a string or null"}
 	errSeconds           = apiError{fasthttp.StatusBadRequest, "seconds must be a positive integer"}
 	errOpsRequired       = apiError{fasthttp.StatusBadRequest, "operations array required"}
@@ -36,50 +38,99 @@ type rawAck struct {
 	Error         json.RawMessage `json:"error"`
 }
 
-// parseAck validates one acknowledgement. badLease reports a leaseId that
+// ackFields is one acknowledgement's fields, decoded but not validated.
+type ackFields struct {
+	txid, part, status, group, lease, msg       string
+	txidK, partK, statusK, groupK, leaseK, msgK kind
+}
+
+// fieldsFromRaw decodes an acknowledgement read by encoding/json (the
+// transaction route).
+func fieldsFromRaw(r *rawAck) ackFields {
+	var f ackFields
+	for _, x := range []struct {
+		raw json.RawMessage
+		v   *string
+		k   *kind
+	}{{r.TransactionID, &f.txid, &f.txidK}, {r.PartitionID, &f.part, &f.partK}, {r.Status, &f.status, &f.statusK},
+		{r.ConsumerGroup, &f.group, &f.groupK}, {r.LeaseID, &f.lease, &f.leaseK}, {r.Error, &f.msg, &f.msgK}} {
+		v, ok, isNull := jsonString(x.raw)
+		switch {
+		case !ok:
+			*x.k = kindOther
+		case !isNull:
+			*x.v, *x.k = v, kindString
+		}
+	}
+	return f
+}
+
+// readAck reads the acknowledgement object at the cursor.
+func readAck(s *scanner) (ackFields, error) {
+	var f ackFields
+	err := s.object(1, func(key string) error {
+		var err error
+		switch key {
+		case "transactionId":
+			f.txid, f.txidK, err = optString(s)
+		case "partitionId":
+			f.part, f.partK, err = optString(s)
+		case "status":
+			f.status, f.statusK, err = optString(s)
+		case "consumerGroup":
+			f.group, f.groupK, err = optString(s)
+		case "leaseId":
+			f.lease, f.leaseK, err = optString(s)
+		case "error":
+			f.msg, f.msgK, err = optString(s)
+		default:
+			err = s.skip(2)
+		}
+		return err
+	})
+	return f, err
+}
+
+// checkAck validates one acknowledgement. badLease reports a leaseId that
 // cannot be a live lease (not a UUID): a per-item failure, not a 400.
-func parseAck(r *rawAck, txErr, partErr apiError) (it queengo.AckItem, badLease bool, e *apiError) {
-	tx, ok, isNull := jsonString(r.TransactionID)
-	if !ok || isNull || tx == "" {
+func checkAck(f *ackFields, txErr, partErr apiError) (it queengo.AckItem, badLease bool, e *apiError) {
+	if f.txidK != kindString || f.txid == "" {
 		return it, false, &txErr
 	}
-	ps, ok, isNull := jsonString(r.PartitionID)
-	if !ok || isNull || ps == "" {
+	if f.partK != kindString || f.part == "" {
 		return it, false, &partErr
 	}
-	pid, err := uuid.Parse(ps)
+	pid, err := uuid.Parse(f.part)
 	if err != nil {
 		return it, false, &errPartitionUUID
 	}
-	status, ok, _ := jsonString(r.Status)
-	if !ok {
+	if f.statusK == kindOther {
 		return it, false, &errStatusString
 	}
+	status := f.status
 	if status == "" {
 		status = "completed"
 	}
-	group, ok, _ := jsonString(r.ConsumerGroup)
-	if !ok {
+	if f.groupK == kindOther {
 		return it, false, &errGroupString
 	}
+	group := f.group
 	if group == "" {
 		group = queengo.QueueModeGroup
 	}
-	lease, ok, _ := jsonString(r.LeaseID)
-	if !ok {
-		return it, false, &apiError{fasthttp.StatusBadRequest, "leaseId must be a string or null"}
+	if f.leaseK == kindOther {
+		return it, false, &errLeaseString
 	}
 	var lid uuid.UUID
-	if lease != "" {
-		if lid, err = uuid.Parse(lease); err != nil {
+	if f.lease != "" {
+		if lid, err = uuid.Parse(f.lease); err != nil {
 			badLease = true
 		}
 	}
-	msg, ok, _ := jsonString(r.Error)
-	if !ok {
-		return it, false, &apiError{fasthttp.StatusBadRequest, "error must be a string or null"}
+	if f.msgK == kindOther {
+		return it, false, &errErrorString
 	}
-	return queengo.AckItem{PartitionID: pid, TransactionID: tx, Status: status, Group: group, LeaseID: lid, Error: msg}, badLease, nil
+	return queengo.AckItem{PartitionID: pid, TransactionID: f.txid, Status: status, Group: group, LeaseID: lid, Error: f.msg}, badLease, nil
 }
 
 func decodeBody(body []byte, v any) *apiError {
@@ -95,12 +146,24 @@ func decodeBody(body []byte, v any) *apiError {
 }
 
 func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
-	var r rawAck
-	if e := decodeBody(ctx.PostBody(), &r); e != nil {
-		writeError(ctx, *e)
+	sc := &scanner{b: ctx.PostBody()}
+	if sc.peek() == 0 {
+		writeError(ctx, errEmptyBody)
 		return
 	}
-	it, badLease, e := parseAck(&r, errTxIDRequired, errPartitionRequired)
+	if sc.peek() != '{' {
+		writeError(ctx, *invalidJSON(errSyntax))
+		return
+	}
+	f, err := readAck(sc)
+	if err == nil && sc.peek() != 0 {
+		err = errTrailing
+	}
+	if err != nil {
+		writeError(ctx, *invalidJSON(err))
+		return
+	}
+	it, badLease, e := checkAck(&f, errTxIDRequired, errPartitionRequired)
 	if e != nil {
 		writeError(ctx, *e)
 		return
@@ -108,43 +171,81 @@ func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 	s.ack(ctx, []queengo.AckItem{it}, []bool{badLease})
 }
 
-func (s *Server) handleAckBatch(ctx *fasthttp.RequestCtx) {
-	var body struct {
-		Acknowledgments json.RawMessage `json:"acknowledgments"`
-		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
+// parseAckBatch reads a batch ack body in one pass. The body-level
+// consumerGroup applies to every item (A-2).
+func parseAckBatch(body []byte) ([]queengo.AckItem, []bool, *apiError) {
+	sc := &scanner{b: body}
+	if sc.peek() == 0 {
+		return nil, nil, &errEmptyBody
 	}
-	if e := decodeBody(ctx.PostBody(), &body); e != nil {
+	if sc.peek() != '{' {
+		if err := sc.skip(0); err != nil {
+			return nil, nil, invalidJSON(err)
+		}
+		return nil, nil, &errAcksRequired
+	}
+	var fields []ackFields
+	found, notArray := false, false
+	var group string
+	var groupK kind
+	err := sc.object(0, func(key string) error {
+		switch key {
+		case "acknowledgments":
+			found = true
+			if sc.peek() != '[' {
+				notArray = true
+				return sc.skip(1)
+			}
+			fields = fields[:0]
+			return sc.array(1, func() error {
+				if sc.peek() != '{' {
+					notArray = true
+					return sc.skip(2)
+				}
+				f, err := readAck(sc)
+				fields = append(fields, f)
+				return err
+			})
+		case "consumerGroup":
+			var err error
+			group, groupK, err = optString(sc)
+			return err
+		}
+		return sc.skip(1)
+	})
+	if err == nil && sc.peek() != 0 {
+		err = errTrailing
+	}
+	if err != nil {
+		return nil, nil, invalidJSON(err)
+	}
+	if !found || notArray {
+		return nil, nil, &errAcksRequired
+	}
+	if groupK == kindOther {
+		return nil, nil, &errGroupString
+	}
+	items := make([]queengo.AckItem, len(fields))
+	bad := make([]bool, len(fields))
+	for i := range fields {
+		fields[i].group, fields[i].groupK = group, groupK
+		var e *apiError
+		if items[i], bad[i], e = checkAck(&fields[i], errBatchTxID, errBatchPartition); e != nil {
+			return nil, nil, e
+		}
+	}
+	return items, bad, nil
+}
+
+func (s *Server) handleAckBatch(ctx *fasthttp.RequestCtx) {
+	items, bad, e := parseAckBatch(ctx.PostBody())
+	if e != nil {
 		writeError(ctx, *e)
 		return
 	}
-	var raws []rawAck
-	if len(body.Acknowledgments) == 0 || body.Acknowledgments[0] != '[' || json.Unmarshal(body.Acknowledgments, &raws) != nil {
-		writeError(ctx, errAcksRequired)
-		return
-	}
-	if len(raws) == 0 {
+	if len(items) == 0 {
 		writeJSON(ctx, fasthttp.StatusOK, []byte("[]"))
 		return
-	}
-	group, ok, _ := jsonString(body.ConsumerGroup)
-	if !ok {
-		writeError(ctx, errGroupString)
-		return
-	}
-	if group == "" {
-		group = queengo.QueueModeGroup
-	}
-	items := make([]queengo.AckItem, len(raws))
-	bad := make([]bool, len(raws))
-	for i := range raws {
-		// The body-level group applies to every item (A-2).
-		raws[i].ConsumerGroup = nil
-		var e *apiError
-		if items[i], bad[i], e = parseAck(&raws[i], errBatchTxID, errBatchPartition); e != nil {
-			writeError(ctx, *e)
-			return
-		}
-		items[i].Group = group
 	}
 	s.ack(ctx, items, bad)
 }
@@ -285,7 +386,8 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 		typ, _, _ := jsonString(op.Type)
 		switch typ {
 		case "ack":
-			it, badLease, e := parseAck(&op.Ack, errTxIDRequired, errPartitionRequired)
+			f := fieldsFromRaw(&op.Ack)
+			it, badLease, e := checkAck(&f, errTxIDRequired, errPartitionRequired)
 			if e != nil {
 				return nil, e
 			}

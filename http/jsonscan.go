@@ -214,6 +214,66 @@ func (s *scanner) skip(depth int) error {
 	}
 }
 
+// object walks the object at the cursor, calling member with the cursor at
+// each member's value; member must consume the value.
+func (s *scanner) object(depth int, member func(key string) error) error {
+	if depth > maxDepth {
+		return errTooDeep
+	}
+	if !s.consume('{') {
+		return errSyntax
+	}
+	if s.consume('}') {
+		return nil
+	}
+	for {
+		s.ws()
+		key, err := s.str()
+		if err != nil {
+			return err
+		}
+		if !s.consume(':') {
+			return errSyntax
+		}
+		if err := member(key); err != nil {
+			return err
+		}
+		if s.consume(',') {
+			continue
+		}
+		if s.consume('}') {
+			return nil
+		}
+		return errSyntax
+	}
+}
+
+// array walks the array at the cursor, calling elem with the cursor at each
+// element; elem must consume it.
+func (s *scanner) array(depth int, elem func() error) error {
+	if depth > maxDepth {
+		return errTooDeep
+	}
+	if !s.consume('[') {
+		return errSyntax
+	}
+	if s.consume(']') {
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		if s.consume(',') {
+			continue
+		}
+		if s.consume(']') {
+			return nil
+		}
+		return errSyntax
+	}
+}
+
 func (s *scanner) skipString() error {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return errSyntax

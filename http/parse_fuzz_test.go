@@ -152,3 +152,32 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAckBatch: never panics; accepted acks are complete and carry the
+// body-level group.
+func FuzzParseAckBatch(f *testing.F) {
+	for _, s := range []string{
+		`{"acknowledgments":[{"transactionId":"t","partitionId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","leaseId":null}],"consumerGroup":"g"}`,
+		`{"acknowledgments":[]}`, `{"acknowledgments":{}}`, `{"acknowledgments":[1]}`, `{}`, ``,
+		`{"acknowledgments":[{"transactionId":"t","partitionId":"x"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items, bad, e := parseAckBatch(body)
+		if e != nil {
+			if e.Status != fasthttp.StatusBadRequest {
+				t.Fatalf("rejection is not a 400: %+v", e)
+			}
+			return
+		}
+		if !json.Valid(body) || len(bad) != len(items) {
+			t.Fatalf("accepted %q", body)
+		}
+		for _, it := range items {
+			if it.TransactionID == "" || it.Group == "" || it.Status == "" {
+				t.Fatalf("incomplete ack %+v", it)
+			}
+		}
+	})
+}

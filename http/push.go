@@ -51,7 +51,7 @@ func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
 	if s.peek() == 0 {
 		return nil, &errEmptyBody
 	}
-	if !s.consume('{') {
+	if s.peek() != '{' {
 		if err := s.skip(0); err != nil {
 			return nil, invalidJSON(err)
 		}
@@ -59,35 +59,35 @@ func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
 	}
 	var items []itemFields
 	found := false
-	if !s.consume('}') {
-		for {
-			s.ws()
-			key, err := s.str()
-			if err != nil || !s.consume(':') {
-				return nil, invalidJSON(errSyntax)
-			}
-			if key == "items" {
-				found = true
-				var e *apiError
-				if items, e = parseItems(s); e != nil {
-					return nil, e
-				}
-			} else if err := s.skip(0); err != nil {
-				return nil, invalidJSON(err)
-			}
-			if s.consume(',') {
-				continue
-			}
-			if s.consume('}') {
-				break
-			}
-			return nil, invalidJSON(errSyntax)
+	var semantic *apiError // a well-formed body with the wrong shape
+	err := s.object(0, func(key string) error {
+		if key != "items" {
+			return s.skip(1)
 		}
+		found, semantic, items = true, nil, items[:0]
+		if s.peek() != '[' {
+			semantic = &errItemsRequired
+			return s.skip(1)
+		}
+		return s.array(1, func() error {
+			if s.peek() != '{' {
+				semantic = &errItemObject
+				return s.skip(2)
+			}
+			f, err := readItem(s)
+			items = append(items, f)
+			return err
+		})
+	})
+	if err == nil && s.peek() != 0 {
+		err = errTrailing
 	}
-	if s.peek() != 0 {
-		return nil, invalidJSON(errTrailing)
-	}
-	if !found {
+	switch {
+	case err != nil:
+		return nil, invalidJSON(err)
+	case semantic != nil:
+		return nil, semantic
+	case !found:
 		return nil, &errItemsRequired
 	}
 	size := 0
@@ -109,74 +109,32 @@ func invalidJSON(err error) *apiError {
 	return &e
 }
 
-// parseItems reads the items array at the cursor.
-func parseItems(s *scanner) ([]itemFields, *apiError) {
-	if s.peek() != '[' {
-		if err := s.skip(0); err != nil {
-			return nil, invalidJSON(err)
+// readItem reads the push item object at the cursor.
+func readItem(s *scanner) (itemFields, error) {
+	var f itemFields
+	err := s.object(2, func(key string) error {
+		var err error
+		switch key {
+		case "queue":
+			f.queue, f.queueK, err = optString(s)
+		case "partition":
+			f.partition, f.partitionK, err = optString(s)
+		case "transactionId":
+			f.txid, f.txidK, err = optString(s)
+		case "traceId":
+			f.trace, f.traceK, err = optString(s)
+		case "payload":
+			s.ws()
+			start := s.i
+			s.spaced = false
+			err = s.skip(3)
+			f.payload, f.spaced = s.b[start:s.i], s.spaced
+		default:
+			err = s.skip(3)
 		}
-		return nil, &errItemsRequired
-	}
-	s.i++
-	var items []itemFields
-	if s.consume(']') {
-		return items, nil
-	}
-	for {
-		if s.peek() != '{' {
-			if err := s.skip(1); err != nil {
-				return nil, invalidJSON(err)
-			}
-			return nil, &errItemObject
-		}
-		s.i++
-		var f itemFields
-		if !s.consume('}') {
-			for {
-				s.ws()
-				key, err := s.str()
-				if err != nil || !s.consume(':') {
-					return nil, invalidJSON(errSyntax)
-				}
-				switch key {
-				case "queue":
-					f.queue, f.queueK, err = optString(s)
-				case "partition":
-					f.partition, f.partitionK, err = optString(s)
-				case "transactionId":
-					f.txid, f.txidK, err = optString(s)
-				case "traceId":
-					f.trace, f.traceK, err = optString(s)
-				case "payload":
-					s.ws()
-					start := s.i
-					s.spaced = false
-					err = s.skip(2)
-					f.payload, f.spaced = s.b[start:s.i], s.spaced
-				default:
-					err = s.skip(2)
-				}
-				if err != nil {
-					return nil, invalidJSON(err)
-				}
-				if s.consume(',') {
-					continue
-				}
-				if s.consume('}') {
-					break
-				}
-				return nil, invalidJSON(errSyntax)
-			}
-		}
-		items = append(items, f)
-		if s.consume(',') {
-			continue
-		}
-		if s.consume(']') {
-			return items, nil
-		}
-		return nil, invalidJSON(errSyntax)
-	}
+		return err
+	})
+	return f, err
 }
 
 // optString reads a value that should be a string or null.

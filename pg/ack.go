@@ -40,10 +40,10 @@ func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.Ack
 	errs := make([]string, len(items))
 	for i, it := range items {
 		parts[i], txids[i], statuses[i], groups[i], errs[i] = it.PartitionID, it.TransactionID, it.Status, it.Group, it.Error
-		leases[i] = pgtype.UUID{Bytes: it.LeaseID, Valid: it.LeaseID != uuid.Nil}
+		leases[i] = pgUUID(it.LeaseID)
 	}
 	rows, err := q.Query(ctx, `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
-FROM queen.ack($1, $2, $3, $4, $5, $6)`, parts, txids, statuses, groups, leases, errs)
+FROM queen.ack($1, $2, $3, $4, $5, $6)`, pgUUIDs(parts), txids, statuses, groups, leases, errs)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func appendSegments(ctx context.Context, q querier, segs []queengo.Segment) ([][
 		}
 	}
 	var dups []pgtype.UUID
-	if err := q.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, parts, seg, txids, ids, enc).Scan(&dups); err != nil {
+	if err := q.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, pgUUIDs(parts), seg, txids, pgUUIDs(ids), enc).Scan(&dups); err != nil {
 		return nil, err
 	}
 	out := make([][]uuid.UUID, len(segs))

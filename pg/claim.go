@@ -3,6 +3,7 @@ package pg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,10 +22,7 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 		b := &pgx.Batch{}
 		for i := range claims {
 			p := &claims[i]
-			var part any
-			if p.Partition != uuid.Nil {
-				part = p.Partition
-			}
+			part := pgUUID(p.Partition)
 			var from any
 			switch {
 			case p.SubFromNow:
@@ -34,12 +32,12 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 			}
 			var cands any
 			if p.Candidates != nil {
-				cands = p.Candidates
+				cands = pgUUIDs(p.Candidates)
 			}
 			b.Queue(`SELECT kind, partition_id, partition_name, queue_name, span_from, span_to, lease_ms,
-first_offset, created_at, frames, taken, exhausted
+first_offset, created_at, frames, taken, ready, dead
 FROM queen.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11, $12)`,
-				p.QueueIDs, part, p.Group, p.Batch, p.MaxParts, p.LeaseSeconds, p.AutoAck, p.LeaseID,
+				pgUUIDs(p.QueueIDs), part, p.Group, p.Batch, p.MaxParts, p.LeaseSeconds, p.AutoAck, pgUUID(p.LeaseID),
 				p.SubMode, from, cands, p.Min)
 		}
 		br := c.SendBatch(ctx, b)
@@ -69,15 +67,19 @@ func readClaim(br pgx.BatchResults, res *queengo.ClaimResult) error {
 		from, to, leaseMS, first    pgtype.Int8
 		taken                       pgtype.Int8
 		frames                      []byte
-		exhausted                   pgtype.Bool
+		ready                       []pgtype.UUID
+		dead                        []int64
 	)
 	for rows.Next() {
-		if err := rows.Scan(&kind, &pid, &pname, &qname, &from, &to, &leaseMS, &first, &created, &frames, &taken, &exhausted); err != nil {
+		if err := rows.Scan(&kind, &pid, &pname, &qname, &from, &to, &leaseMS, &first, &created, &frames, &taken, &ready, &dead); err != nil {
 			return err
 		}
 		if kind.String == "end" {
-			res.Exhausted = exhausted.Bool
 			res.Taken = int(taken.Int64)
+			res.Ready = make([]uuid.UUID, len(ready))
+			for i, r := range ready {
+				res.Ready[i] = r.Bytes
+			}
 			continue
 		}
 		n := len(res.Spans)
@@ -87,7 +89,7 @@ func readClaim(br pgx.BatchResults, res *queengo.ClaimResult) error {
 		}
 		// rows.Scan into []byte copies the value out of the read buffer, so
 		// payloads may alias it after the next row is read.
-		if err := decodeSegment(res, frames, first.Int64, from.Int64, to.Int64, created.String, pid.Bytes, pname.String, qname.String); err != nil {
+		if err := decodeSegment(res, frames, first.Int64, from.Int64, to.Int64, dead, created.String, pid.Bytes, pname.String, qname.String); err != nil {
 			return err
 		}
 		frames = nil
@@ -96,15 +98,15 @@ func readClaim(br pgx.BatchResults, res *queengo.ClaimResult) error {
 }
 
 // decodeSegment appends the frames of one segment that fall inside
-// [from, to] to res.Messages.
-func decodeSegment(res *queengo.ClaimResult, b []byte, first, from, to int64, created string, pid uuid.UUID, pname, qname string) error {
+// [from, to] and are not dead-lettered to res.Messages.
+func decodeSegment(res *queengo.ClaimResult, b []byte, first, from, to int64, dead []int64, created string, pid uuid.UUID, pname, qname string) error {
 	for off := first; len(b) > 0 && off <= to; off++ {
 		var m queengo.Message
 		var err error
 		if b, err = decodeFrame(b, &m.Frame); err != nil {
 			return fmt.Errorf("segment %s@%d: %w", pid, first, err)
 		}
-		if off < from {
+		if off < from || slices.Contains(dead, off) {
 			continue
 		}
 		m.CreatedAt, m.PartitionID, m.Partition, m.Queue = created, pid, pname, qname

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queengo/queengo"
@@ -160,3 +162,17 @@ func translate(err error) error {
 	}
 	return err
 }
+
+// pgUUIDs converts ids for pgx: uuid.UUID is a driver.Valuer, which pgx
+// encodes through a failed binary attempt (an fmt.Errorf per element) before
+// the text fallback; pgtype.UUID encodes directly.
+func pgUUIDs(ids []uuid.UUID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = pgUUID(id)
+	}
+	return out
+}
+
+// pgUUID converts one id; uuid.Nil becomes NULL.
+func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: id != uuid.Nil} }

@@ -79,6 +79,17 @@ LANGUAGE sql IMMUTABLE AS $$
                                FOR p_ends[p_k1 + 1] - coalesce(p_ends[p_k0], 0)) END
 $$;
 
+-- deliverable_head is the last offset of a partition a pop may deliver now:
+-- its head, or with delayedProcessing the end of the last segment old enough.
+CREATE FUNCTION queen.deliverable_head(p_partition uuid, p_head bigint, p_delay integer, p_now timestamptz)
+RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN p_delay <= 0 THEN p_head ELSE
+        coalesce((SELECT s.last_offset FROM queen.segments s
+                   WHERE s.partition_id = p_partition AND s.created_at <= p_now - make_interval(secs => p_delay)
+                   ORDER BY s.first_offset DESC LIMIT 1), 0) END
+$$;
+
 -- seed_offset is the committed offset a (partition, group) starts from at first
 -- contact (D6): the oldest retained offset minus one, or, from a timestamp, the
 -- last offset of the last segment created before it.
@@ -98,8 +109,9 @@ $$;
 -- the group's cursor in up to p_max_parts partitions (0: no cap) within one
 -- message budget, and returns the segments that hold them, one row each, in
 -- delivery order. A final row with kind 'end' reports how many messages were
--- taken and whether the budget or the partition cap ran out before every
--- candidate was looked at (exhausted).
+-- taken and which claimable partitions (up to 1000) it left untaken because
+-- the budget or the cap ran out (ready); the ones a concurrent pop had locked
+-- are not reported, that pop reports them.
 --
 -- p_queue_ids lists the queues in scope, highest priority first; p_partition
 -- restricts the pop to one partition; p_candidates, when not NULL, restricts
@@ -133,7 +145,8 @@ CREATE FUNCTION queen.claim(
     created_at     text,
     frames         bytea,
     taken          bigint,
-    exhausted      boolean
+    ready          uuid[],
+    dead           bigint[]
 )
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -147,7 +160,10 @@ DECLARE
     v_head      bigint;
     v_take      bigint;
     v_total     bigint := 0;
-    v_exhausted boolean := false;
+    v_ready     uuid[];
+    v_skipped   uuid[] := '{}';
+    v_dead      bigint[];
+    v_pid       uuid;
     v_pids      uuid[] := '{}';
     v_froms     bigint[] := '{}';
     v_ends      bigint[] := '{}';
@@ -192,42 +208,54 @@ BEGIN
         ON CONFLICT DO NOTHING;
     END LOOP;
 
-    -- Cut spans within the budget, partition by partition; partitions whose
-    -- backlog is all younger than delayedProcessing are passed over, so they
-    -- neither count toward the cap nor starve the others.
-    FOR r IN
-        SELECT c.partition_id AS pid, c.committed, p.name AS pname, p.head, q.name AS qname,
-               q.lease_time, q.delayed_processing
+    -- Which partitions are claimable now, in claim order, read without
+    -- locks. Partitions whose backlog is all younger than delayedProcessing
+    -- are not, so they neither count toward the cap nor starve the others.
+    SELECT coalesce(array_agg(x.pid ORDER BY x.qpos, x.lca NULLS FIRST), '{}') INTO v_ready
+      FROM (SELECT c.partition_id AS pid, array_position(p_queue_ids, p.queue_id) AS qpos,
+                   c.last_consumed_at AS lca
+              FROM queen.cursors c
+              JOIN queen.partitions p ON p.id = c.partition_id
+              JOIN queen.queues q ON q.id = p.queue_id
+             WHERE c.consumer_group = p_group
+               AND p.queue_id = ANY (p_queue_ids)
+               AND (p_partition IS NULL OR p.id = p_partition)
+               AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
+               AND p.head > c.committed
+               AND (c.lease_id IS NULL OR c.lease_expires_at <= v_now)
+               AND (c.not_before IS NULL OR c.not_before <= v_now)
+               AND (q.window_buffer <= 0 OR p.last_write_at <= v_now - make_interval(secs => q.window_buffer))
+               AND (q.delayed_processing <= 0
+                    OR queen.deliverable_head(p.id, p.head, q.delayed_processing, v_now) > c.committed)
+             ORDER BY 2, 3 NULLS FIRST
+             LIMIT 1000) x;
+
+    -- Lock them one at a time (SKIP LOCKED: a concurrent pop keeps what it
+    -- locked) and cut spans within the budget, partition by partition. A
+    -- row is locked only when it is about to be used, so a pop never holds
+    -- partitions it will not take.
+    FOREACH v_pid IN ARRAY v_ready LOOP
+        EXIT WHEN v_budget <= 0 OR (p_max_parts > 0 AND cardinality(v_pids) >= p_max_parts);
+        SELECT c.committed, p.name AS pname, p.head, q.name AS qname, q.lease_time, q.delayed_processing
+          INTO r
           FROM queen.cursors c
           JOIN queen.partitions p ON p.id = c.partition_id
           JOIN queen.queues q ON q.id = p.queue_id
-         WHERE c.consumer_group = p_group
-           AND p.queue_id = ANY (p_queue_ids)
-           AND (p_partition IS NULL OR p.id = p_partition)
-           AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
+         WHERE c.partition_id = v_pid AND c.consumer_group = p_group
            AND p.head > c.committed
            AND (c.lease_id IS NULL OR c.lease_expires_at <= v_now)
            AND (c.not_before IS NULL OR c.not_before <= v_now)
-           AND (q.window_buffer <= 0 OR p.last_write_at <= v_now - make_interval(secs => q.window_buffer))
-         ORDER BY array_position(p_queue_ids, p.queue_id), c.last_consumed_at ASC NULLS FIRST
-           FOR UPDATE OF c SKIP LOCKED
-    LOOP
-        IF v_budget <= 0 OR (p_max_parts > 0 AND cardinality(v_pids) >= p_max_parts) THEN
-            v_exhausted := true;
-            EXIT;
+           FOR UPDATE OF c SKIP LOCKED;
+        IF NOT FOUND THEN
+            v_skipped := v_skipped || v_pid; -- a concurrent pop has it
+            CONTINUE;
         END IF;
-        v_head := r.head;
-        IF r.delayed_processing > 0 THEN
-            SELECT s.last_offset INTO v_head FROM queen.segments s
-             WHERE s.partition_id = r.pid
-               AND s.created_at <= v_now - make_interval(secs => r.delayed_processing)
-             ORDER BY s.first_offset DESC LIMIT 1;
-            v_head := coalesce(v_head, 0);
-        END IF;
+        v_head := CASE WHEN r.delayed_processing > 0
+                       THEN queen.deliverable_head(v_pid, r.head, r.delayed_processing, v_now) ELSE r.head END;
         v_take := least(v_head - r.committed, v_budget);
         CONTINUE WHEN v_take <= 0;
 
-        v_pids := v_pids || r.pid;
+        v_pids := v_pids || v_pid;
         v_froms := v_froms || (r.committed + 1);
         v_ends := v_ends || (r.committed + v_take);
         v_leases := v_leases || CASE WHEN p_lease_seconds > 0 THEN p_lease_seconds
@@ -240,7 +268,7 @@ BEGIN
 
     IF p_min > 0 AND v_total < p_min THEN
         RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-                            NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_exhausted;
+                            NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_ready, NULL::bigint[];
         RETURN;
     END IF;
 
@@ -262,12 +290,18 @@ BEGIN
         SELECT coalesce(max(s.first_offset), v_froms[i]) INTO v_start FROM queen.segments s
          WHERE s.partition_id = v_pids[i] AND s.first_offset <= v_froms[i];
 
+        -- Offsets of the span this group dead-lettered under an earlier
+        -- lease stay resolved: they are leased along but not delivered (D5).
+        v_dead := ARRAY(SELECT d."offset" FROM queen.dead_letters d
+                         WHERE d.partition_id = v_pids[i] AND d.consumer_group = p_group
+                           AND d."offset" BETWEEN v_froms[i] AND v_ends[i]);
+
         -- Only the span's frames leave the database: the first and last
         -- segments are cut with their ends[] table.
         RETURN QUERY
         SELECT 'seg'::text, v_pids[i], v_pnames[i], v_qnames[i], v_froms[i], v_ends[i], v_leases[i] * 1000::bigint,
                s.first_offset + x.k0, to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               queen.frame_slice(s.frames, s.ends, x.k0, x.k1), NULL::bigint, NULL::boolean
+               queen.frame_slice(s.frames, s.ends, x.k0, x.k1), NULL::bigint, NULL::uuid[], v_dead
           FROM queen.segments s,
                LATERAL (SELECT greatest(v_froms[i] - s.first_offset, 0)::integer AS k0,
                                (least(v_ends[i], s.last_offset) - s.first_offset)::integer AS k1) x
@@ -276,6 +310,8 @@ BEGIN
     END LOOP;
 
     RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-                        NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_exhausted;
+                        NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total,
+                        ARRAY(SELECT u FROM unnest(v_ready) AS u WHERE u <> ALL (v_pids) AND u <> ALL (v_skipped)),
+                        NULL::bigint[];
 END;
 $$;

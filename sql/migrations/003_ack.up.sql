@@ -29,7 +29,8 @@ $$;
 --
 -- D2: an ack must hit the live span (committed, lease_end], and the live
 -- lease when it names one; committed advances over the contiguous prefix of
--- resolved offsets (acked or dead-lettered), never backwards; the lease ends
+-- resolved offsets (acked or dead-lettered, now or under an earlier lease),
+-- never backwards; the lease ends
 -- when its whole span is resolved. D3: failed (budget left) or retry ends the
 -- lease at once, keeps the resolved prefix, drops the acks beyond it, and for
 -- failed delays the rest by retryDelay. D4: the (retryLimit+1)-th failure of
@@ -61,6 +62,7 @@ DECLARE
     v_end       bigint;
     v_expires   timestamptz;
     v_acked     bigint[];
+    v_dead      bigint[];
     v_not_bef   timestamptz;
     v_moved     bigint;
     v_dirty     boolean := false;
@@ -103,6 +105,11 @@ BEGIN
               INTO v_committed, v_lease, v_end, v_expires, v_acked, v_not_bef
               FROM queen.cursors c WHERE c.partition_id = r.part AND c.consumer_group = r.grp FOR UPDATE;
             v_found := FOUND;
+            -- Offsets of the span dead-lettered under an earlier lease stay
+            -- resolved (D5).
+            v_dead := ARRAY(SELECT d."offset" FROM queen.dead_letters d
+                             WHERE d.partition_id = r.part AND d.consumer_group = r.grp
+                               AND d."offset" > v_committed AND d."offset" <= coalesce(v_end, v_committed));
         END IF;
 
         IF NOT v_found OR v_lease IS NULL OR v_expires <= now() OR r.off <= v_committed OR r.off > v_end
@@ -135,7 +142,7 @@ BEGIN
             v_acked := v_acked || r.off;
         END IF;
         -- Advance over the contiguous resolved prefix.
-        WHILE (v_committed + 1) = ANY (v_acked) LOOP
+        WHILE (v_committed + 1) = ANY (v_acked) OR (v_committed + 1) = ANY (v_dead) LOOP
             v_acked := array_remove(v_acked, v_committed + 1);
             v_committed := v_committed + 1;
             v_moved := v_moved + 1;
