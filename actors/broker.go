@@ -90,7 +90,7 @@ func New(cfg Config) *Broker {
 		cfg.ClaimsInFlight = 4
 	}
 	if cfg.CommitsInFlight <= 0 {
-		cfg.CommitsInFlight = 2
+		cfg.CommitsInFlight = 4
 	}
 	if cfg.MaintenanceRefresh <= 0 {
 		cfg.MaintenanceRefresh = time.Second

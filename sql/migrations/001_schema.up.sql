@@ -53,7 +53,7 @@ CREATE TABLE queen.partitions (
 -- out-of-line values let substring() fetch only the chunks a span needs
 -- (docs/benchmarks.md).
 CREATE TABLE queen.segments (
-    partition_id uuid NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
+    partition_id uuid NOT NULL,
     first_offset bigint NOT NULL,
     last_offset  bigint NOT NULL,
     created_at   timestamptz NOT NULL,
@@ -67,12 +67,28 @@ ALTER TABLE queen.segments ALTER COLUMN frames SET STORAGE EXTERNAL;
 -- COLLATE "C": the index is only ever probed for equality, and byte order
 -- spares a locale comparison on every one of the per-message inserts.
 CREATE TABLE queen.txids (
-    partition_id   uuid NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
+    partition_id   uuid NOT NULL,
     transaction_id text COLLATE "C" NOT NULL,
     "offset"       bigint NOT NULL,
     message_id     uuid NOT NULL,
     PRIMARY KEY (partition_id, transaction_id)
 );
+
+-- segments and txids are the per-message tables: a foreign key would run a
+-- referential check for every inserted row, although append_segments holds
+-- the partition row's lock anyway. The cascade is a statement trigger on
+-- queen.partitions instead, so deleting a queue (or partition) still removes
+-- all of its data.
+CREATE FUNCTION queen.drop_partition_data() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM queen.segments s USING gone g WHERE s.partition_id = g.id;
+    DELETE FROM queen.txids x USING gone g WHERE x.partition_id = g.id;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER partitions_cascade AFTER DELETE ON queen.partitions
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION queen.drop_partition_data();
 
 -- The cursor of a (partition, group). A live lease is lease_id IS NOT NULL
 -- AND lease_expires_at > now(); its span is (committed, lease_end]. acked holds

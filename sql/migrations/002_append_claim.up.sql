@@ -16,7 +16,14 @@ CREATE FUNCTION queen.append_segments(
     p_msgids uuid[],
     p_frames bytea[]
 ) RETURNS uuid[]
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Every lookup in the hot functions is by key. A broker starting on fresh
+-- tables would otherwise have PL/pgSQL cache plans made for empty tables
+-- (sequential scans) and keep them while the tables grow, until autovacuum
+-- first analyzes them; a sequential scan of the transaction ids per commit
+-- cost 30x the commit itself (docs/benchmarks.md).
+SET enable_seqscan = off
+AS $$
 DECLARE
     v_locked integer;
     v_dup    uuid[];
@@ -29,10 +36,13 @@ BEGIN
         RAISE EXCEPTION 'partition not found' USING ERRCODE = 'QG404';
     END IF;
 
-    SELECT array_agg(x.message_id ORDER BY t.ord), count(*) FILTER (WHERE x.message_id IS NULL)
+    -- One primary-key probe per item (a join would let the planner hash the
+    -- whole index table).
+    SELECT array_agg(t.dup ORDER BY t.ord), count(*) FILTER (WHERE t.dup IS NULL)
       INTO v_dup, v_n
-      FROM unnest(p_seg, p_txids) WITH ORDINALITY AS t(seg, txid, ord)
-      LEFT JOIN queen.txids x ON x.partition_id = p_parts[t.seg] AND x.transaction_id = t.txid;
+      FROM (SELECT u.ord, (SELECT x.message_id FROM queen.txids x
+                            WHERE x.partition_id = p_parts[u.seg] AND x.transaction_id = u.txid) AS dup
+              FROM unnest(p_seg, p_txids) WITH ORDINALITY AS u(seg, txid, ord)) t;
     IF v_n = 0 THEN
         RETURN v_dup;
     END IF;
@@ -148,7 +158,9 @@ CREATE FUNCTION queen.claim(
     ready          uuid[],
     dead           bigint[]
 )
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments
+AS $$
 DECLARE
     v_now       timestamptz := now();
     v_budget    integer := greatest(p_batch, 1);

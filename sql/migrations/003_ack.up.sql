@@ -51,7 +51,9 @@ CREATE FUNCTION queen.ack(
     queue_name     text,
     partition_name text
 )
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments
+AS $$
 DECLARE
     r           record;
     v_part      uuid;
@@ -70,13 +72,13 @@ DECLARE
     v_status    text;
 BEGIN
     FOR r IN
-        SELECT t.ord::integer AS i, t.part, t.grp, x."offset" AS off, q.name AS qname, p.name AS pname,
-               q.retry_limit, q.retry_delay
+        SELECT t.ord::integer AS i, t.part, t.grp,
+               (SELECT x."offset" FROM queen.txids x WHERE x.partition_id = t.part AND x.transaction_id = t.txid) AS off,
+               q.name AS qname, p.name AS pname, q.retry_limit, q.retry_delay
           FROM unnest(p_parts, p_txids, p_groups) WITH ORDINALITY AS t(part, txid, grp, ord)
-          LEFT JOIN queen.txids x ON x.partition_id = t.part AND x.transaction_id = t.txid
           LEFT JOIN queen.partitions p ON p.id = t.part
           LEFT JOIN queen.queues q ON q.id = p.queue_id
-         ORDER BY t.part, t.grp, x."offset", t.ord
+         ORDER BY t.part, t.grp, off, t.ord
     LOOP
         idx := r.i; success := false; error := NULL; lease_released := false; dlq := false;
         queue_name := NULL; partition_name := NULL; v_fails := NULL;
