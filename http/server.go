@@ -64,6 +64,7 @@ type Server struct {
 	store  Store
 	log    *slog.Logger
 	srv    *fasthttp.Server
+	watch  clientWatch
 }
 
 // New builds the server and its routes.
@@ -75,7 +76,8 @@ func New(cfg Config, broker Broker, store Store) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, broker: broker, store: store, log: log}
+	s := &Server{cfg: cfg, broker: broker, store: store, log: log,
+		watch: clientWatch{conns: map[uint64]*watched{}, stop: make(chan struct{})}}
 	r := router.New()
 	r.GET("/health", s.handleHealth)
 	r.GET("/metrics", s.handleMetrics)
@@ -128,7 +130,11 @@ func New(cfg Config, broker Broker, store Store) *Server {
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
 // Shutdown stops accepting connections and waits for in-flight requests.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	close(s.watch.stop)
+	return err
+}
 
 // pathName returns a URL-decoded path parameter that must be a valid name.
 func pathName(ctx *fasthttp.RequestCtx, key string) (string, *apiError) {
