@@ -60,7 +60,8 @@ type Config struct {
 	// each carries every pop that was ready when it started.
 	ClaimsInFlight int
 	// CommitsInFlight caps the shared segment commits one queue actor runs
-	// at once; each carries every partition's segment that was ready.
+	// at once; each carries every partition's segment that was ready. A
+	// second one starts only for a large backlog (concurrentCommitMin).
 	CommitsInFlight int
 	// MaintenanceRefresh is how often the pop maintenance flag is re-read, so
 	// a switch made by another broker process takes effect here.
@@ -90,7 +91,7 @@ func New(cfg Config) *Broker {
 		cfg.ClaimsInFlight = 4
 	}
 	if cfg.CommitsInFlight <= 0 {
-		cfg.CommitsInFlight = 4
+		cfg.CommitsInFlight = 2
 	}
 	if cfg.MaintenanceRefresh <= 0 {
 		cfg.MaintenanceRefresh = time.Second
