@@ -26,6 +26,10 @@ const (
 	emptyRescan = 200 * time.Millisecond
 	// scopeRefresh is how long a discovery scope trusts its list of queues.
 	scopeRefresh = time.Second
+	// candidatesMin and candidatesMax bound the sample of the ready set one
+	// claim searches.
+	candidatesMin = 4
+	candidatesMax = 64
 )
 
 // waiter is one pop from the moment it reaches its actor until it is
@@ -533,8 +537,20 @@ func (a *queueActor) params(w *waiter, now time.Time) (queengo.ClaimParams, bool
 			return p, true
 		}
 	default:
-		p.Candidates = make([]uuid.UUID, 0, len(rs.set))
+		// A claim costs what it searches, so it gets only a sample of the
+		// ready set: enough partitions for its cap (or, uncapped, its
+		// budget), with slack for the ones concurrent pops take first. Map
+		// order is random, which spreads pops over the ready partitions.
+		need := r.Partitions
+		if need <= 0 {
+			need = r.Batch
+		}
+		k := min(len(rs.set), max(2*need, candidatesMin), candidatesMax)
+		p.Candidates = make([]uuid.UUID, 0, k)
 		for pid := range rs.set {
+			if len(p.Candidates) == k {
+				break
+			}
 			p.Candidates = append(p.Candidates, pid)
 		}
 	}
