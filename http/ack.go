@@ -48,20 +48,12 @@ type ackFields struct {
 // transaction route).
 func fieldsFromRaw(r *rawAck) ackFields {
 	var f ackFields
-	for _, x := range []struct {
-		raw json.RawMessage
-		v   *string
-		k   *kind
-	}{{r.TransactionID, &f.txid, &f.txidK}, {r.PartitionID, &f.part, &f.partK}, {r.Status, &f.status, &f.statusK},
-		{r.ConsumerGroup, &f.group, &f.groupK}, {r.LeaseID, &f.lease, &f.leaseK}, {r.Error, &f.msg, &f.msgK}} {
-		v, ok, isNull := jsonString(x.raw)
-		switch {
-		case !ok:
-			*x.k = kindOther
-		case !isNull:
-			*x.v, *x.k = v, kindString
-		}
-	}
+	f.txid, f.txidK = rawString(r.TransactionID)
+	f.part, f.partK = rawString(r.PartitionID)
+	f.status, f.statusK = rawString(r.Status)
+	f.group, f.groupK = rawString(r.ConsumerGroup)
+	f.lease, f.leaseK = rawString(r.LeaseID)
+	f.msg, f.msgK = rawString(r.Error)
 	return f
 }
 

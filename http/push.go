@@ -213,25 +213,27 @@ func buildItem(p *queengo.PushItem, f *itemFields, arena *[]byte) *apiError {
 // fillItem validates an item decoded by encoding/json (the transaction route).
 func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
 	var f itemFields
-	for _, x := range []struct {
-		raw json.RawMessage
-		v   *string
-		k   *kind
-	}{{ri.Queue, &f.queue, &f.queueK}, {ri.Partition, &f.partition, &f.partitionK},
-		{ri.TransactionID, &f.txid, &f.txidK}, {ri.TraceID, &f.trace, &f.traceK}} {
-		v, ok, isNull := jsonString(x.raw)
-		switch {
-		case !ok:
-			*x.k = kindOther
-		case !isNull:
-			*x.v, *x.k = v, kindString
-		}
-	}
+	f.queue, f.queueK = rawString(ri.Queue)
+	f.partition, f.partitionK = rawString(ri.Partition)
+	f.txid, f.txidK = rawString(ri.TransactionID)
+	f.trace, f.traceK = rawString(ri.TraceID)
 	if len(ri.Payload) > 0 {
 		f.payload, f.spaced = ri.Payload, true
 	}
 	arena := make([]byte, 0, len(f.payload)+4)
 	return buildItem(p, &f, &arena)
+}
+
+// rawString decodes an optional string field read by encoding/json.
+func rawString(raw json.RawMessage) (string, kind) {
+	v, ok, isNull := jsonString(raw)
+	switch {
+	case !ok:
+		return "", kindOther
+	case isNull:
+		return "", kindAbsent
+	}
+	return v, kindString
 }
 
 // jsonString decodes an optional JSON string. ok is false for a value of

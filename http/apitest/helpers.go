@@ -1,6 +1,10 @@
 package apitest
 
 import (
+	"flag"
+	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -88,4 +92,53 @@ func (s *Server) Pop(t testing.TB, pathAndQuery string) *PopResponse {
 	}
 	t.Fatalf("pop %s: status %d: %s", pathAndQuery, r.Status, r.Body)
 	return nil
+}
+
+var (
+	sharedMu      sync.Mutex
+	sharedServers = map[string]*Server{}
+)
+
+// Shared returns a broker on the package database, started on first use with
+// env and shared by every test that asks for the same env; apitest.Main stops
+// it at the end (no test's cleanup does). When the test fails, the tail of
+// the broker's log is attached to it.
+func Shared(t testing.TB, env ...string) *Server {
+	t.Helper()
+	key := strings.Join(env, "\x00")
+	sharedMu.Lock()
+	s := sharedServers[key]
+	if s == nil {
+		var err error
+		if s, err = StartURL(DB.URL, env...); err != nil {
+			sharedMu.Unlock()
+			t.Fatalf("starting a shared broker (%v): %v", env, err)
+		}
+		sharedServers[key] = s
+	}
+	sharedMu.Unlock()
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs := s.Logs()
+			if len(logs) > 4000 {
+				logs = "..." + logs[len(logs)-4000:]
+			}
+			t.Logf("shared broker log (tail):\n%s", logs)
+		}
+	})
+	return s
+}
+
+func init() {
+	// The black-box tests spend their time waiting on the broker (long
+	// polls, lease expiries, retry delays), not on the CPU: run them all at
+	// once rather than GOMAXPROCS at a time, unless the caller chose
+	// -parallel.
+	testing.Init()
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
+			return
+		}
+	}
+	_ = flag.Set("test.parallel", "64")
 }

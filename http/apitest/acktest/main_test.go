@@ -13,31 +13,16 @@ package acktest
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queengo/queengo/http/apitest"
 )
-
-func init() {
-	// The tests spend their time waiting for leases to expire and retry
-	// delays to pass, not on the CPU: run them all at once unless the caller
-	// chose -parallel.
-	testing.Init()
-	for _, a := range os.Args[1:] {
-		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
-			return
-		}
-	}
-	_ = flag.Set("test.parallel", "64")
-}
 
 func TestMain(m *testing.M) { apitest.Main(m, "ack") }
 
@@ -46,31 +31,10 @@ const queueMode = "__QUEUE_MODE__"
 
 // ---------------------------------------------------------------- server
 
-var (
-	sharedOnce sync.Once
-	sharedSrv  *apitest.Server
-	sharedErr  error
-)
-
-// shared returns the package's one broker, started on first use with
-// StartURL so no test's cleanup stops it (apitest.Main does at the end).
+// shared returns the package's one broker (apitest.Shared).
 func shared(t testing.TB) *apitest.Server {
 	t.Helper()
-	sharedOnce.Do(func() { sharedSrv, sharedErr = apitest.StartURL(apitest.DB.URL, "DB_POOL_SIZE=12") })
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	s := sharedSrv
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs := s.Logs()
-			if len(logs) > 4000 {
-				logs = "..." + logs[len(logs)-4000:]
-			}
-			t.Logf("shared broker log (tail):\n%s", logs)
-		}
-	})
-	return s
+	return apitest.Shared(t, "DB_POOL_SIZE=12")
 }
 
 // ---------------------------------------------------------------- paths

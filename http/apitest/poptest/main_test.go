@@ -11,12 +11,10 @@ package poptest
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -28,52 +26,23 @@ import (
 	"github.com/queengo/queengo/pg/pgtest"
 )
 
-func init() {
-	// The tests spend their time waiting on the broker (long polls, lease
-	// expiry, delays), not on the CPU: run them all at once rather than
-	// GOMAXPROCS at a time, unless the caller chose -parallel.
-	testing.Init()
-	for _, a := range os.Args[1:] {
-		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
-			return
-		}
-	}
-	_ = flag.Set("test.parallel", "64")
-}
-
 func TestMain(m *testing.M) { apitest.Main(m, "pop") }
 
 // ---------------------------------------------------------------- servers
 
-var (
-	sharedMu  sync.Mutex
-	sharedSrv = map[string]*apitest.Server{}
-)
-
 // shared returns the broker every test without special needs uses: default
 // environment (DEFAULT_TIMEOUT and POP_DEFAULT_TIMEOUT_MS cleared, whatever
-// the test process's environment holds), the package database. apitest.Main
-// stops it at the end.
+// the test process's environment holds), the package database.
 func shared(t *testing.T) *apitest.Server {
 	t.Helper()
-	return sharedEnv(t, "default", "DEFAULT_TIMEOUT=", "POP_DEFAULT_TIMEOUT_MS=")
+	return apitest.Shared(t, "DEFAULT_TIMEOUT=", "POP_DEFAULT_TIMEOUT_MS=")
 }
 
 // sharedEnv returns a broker on the package database started once with env
-// and shared by every test asking for the same key.
-func sharedEnv(t *testing.T, key string, env ...string) *apitest.Server {
+// and shared by every test asking for the same env.
+func sharedEnv(t *testing.T, _ string, env ...string) *apitest.Server {
 	t.Helper()
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if s := sharedSrv[key]; s != nil {
-		return s
-	}
-	s, err := apitest.StartURL(apitest.DB.URL, env...)
-	if err != nil {
-		t.Fatalf("starting the %s broker: %v", key, err)
-	}
-	sharedSrv[key] = s
-	return s
+	return apitest.Shared(t, env...)
 }
 
 // ownDB creates a database for one test and drops it when the test ends

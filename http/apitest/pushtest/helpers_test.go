@@ -22,29 +22,10 @@ import (
 // The shared broker serves every test that needs no process of its own. It is
 // started with StartURL (not Start) so that the first test's cleanup does not
 // stop it; apitest.Main stops it at the end of the run.
-var (
-	sharedOnce sync.Once
-	sharedSrv  *apitest.Server
-	sharedErr  error
-)
-
+// shared returns the package's shared broker (apitest.Shared).
 func shared(t testing.TB) *apitest.Server {
 	t.Helper()
-	sharedOnce.Do(func() { sharedSrv, sharedErr = apitest.StartURL(apitest.DB.URL) })
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	s := sharedSrv
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs := s.Logs()
-			if len(logs) > 4000 {
-				logs = "..." + logs[len(logs)-4000:]
-			}
-			t.Logf("shared broker log (tail):\n%s", logs)
-		}
-	})
-	return s
+	return apitest.Shared(t)
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
