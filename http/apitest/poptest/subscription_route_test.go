@@ -1,0 +1,66 @@
+package poptest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// TestD6_SubscriptionRouteRewritesDurableRecord: POST
+// /api/v1/consumer-groups/:group/subscription rewrites the group's durable
+// record; partitions the group has not contacted yet then start after the
+// last segment created before the new time, whatever a later pop carries,
+// and cursors that exist do not move.
+func TestD6_SubscriptionRouteRewritesDurableRecord(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "subroute")
+	g := apitest.Unique(t, "g")
+	pushN(t, s, q, "a", 1)
+	// The group's first pop carries a mode: its durable record says new.
+	popEmpty(t, s, single(q, "a", "consumerGroup", g, "subscriptionMode", "new"))
+	pushN(t, s, q, "b", 2) // b: written before the new subscription time
+	cut := time.Now().UTC()
+	time.Sleep(20 * time.Millisecond)
+	b2 := pushN(t, s, q, "b", 1)
+
+	r := s.Post(t, "/api/v1/consumer-groups/"+g+"/subscription", map[string]any{"subscriptionTimestamp": cut.Format(time.RFC3339Nano)})
+	if r.Status != 200 {
+		t.Fatalf("subscription: %d %s", r.Status, r.Body)
+	}
+	var res struct {
+		Success       bool   `json:"success"`
+		ConsumerGroup string `json:"consumerGroup"`
+		NewTimestamp  string `json:"newTimestamp"`
+		RowsUpdated   int    `json:"rowsUpdated"`
+	}
+	r.JSON(t, &res)
+	if !res.Success || res.ConsumerGroup != g || res.RowsUpdated != 1 || res.NewTimestamp == "" {
+		t.Fatalf("answer %+v, want success for %s with one record", res, g)
+	}
+	if n := count(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
+ WHERE q.name = $1 AND s.consumer_group = $2 AND s.mode = 'timestamp'`, q, g); n != 1 {
+		t.Fatalf("%d timestamp records, want 1", n)
+	}
+	// b was never contacted: it starts after the cut, even for a pop that
+	// asks for all; a's cursor existed (seeded at its head) and stays put.
+	p := popOK(t, s, wildcard(q, "consumerGroup", g, "subscriptionMode", "all", "batch", "10", "partitions", "0", "autoAck", "true"))
+	wantTx(t, "after the rewritten subscription", p, b2)
+}
+
+// TestD6_SubscriptionRouteBadInput: the route needs a body with an ISO-8601
+// subscriptionTimestamp; anything else is a 400 {"error"} that changes
+// nothing.
+func TestD6_SubscriptionRouteBadInput(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	for _, body := range []string{``, `{}`, `{"subscriptionTimestamp":null}`, `{"subscriptionTimestamp":12}`,
+		`{"subscriptionTimestamp":"yesterday"}`, `{"subscriptionTimestamp":`} {
+		r := s.Do(t, "POST", "/api/v1/consumer-groups/g/subscription", body)
+		if r.Status != 400 || !strings.Contains(string(r.Body), `"error"`) {
+			t.Errorf("body %q: %d %s, want 400 {\"error\":...}", body, r.Status, r.Body)
+		}
+	}
+}
