@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"flag"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -141,4 +142,30 @@ func init() {
 		}
 	}
 	_ = flag.Set("test.parallel", "64")
+}
+
+// Query builds "?k1=v1&k2=v2" from key/value pairs, escaped; no pairs is "".
+func Query(pairs ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if i == 0 {
+			b.WriteByte('?')
+		} else {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(pairs[i]))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(pairs[i+1]))
+	}
+	return b.String()
+}
+
+// PopQueue is the path of GET /api/v1/pop/queue/:queue with a query.
+func PopQueue(queue string, pairs ...string) string {
+	return "/api/v1/pop/queue/" + url.PathEscape(queue) + Query(pairs...)
+}
+
+// PopPartition is the path of GET /api/v1/pop/queue/:queue/partition/:partition.
+func PopPartition(queue, partition string, pairs ...string) string {
+	return "/api/v1/pop/queue/" + url.PathEscape(queue) + "/partition/" + url.PathEscape(partition) + Query(pairs...)
 }

@@ -14,9 +14,7 @@ package acktest
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,29 +37,14 @@ func shared(t testing.TB) *apitest.Server {
 
 // ---------------------------------------------------------------- paths
 
-func kv(pairs ...string) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if i == 0 {
-			b.WriteByte('?')
-		} else {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(pairs[i]))
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(pairs[i+1]))
-	}
-	return b.String()
-}
+func kv(pairs ...string) string { return apitest.Query(pairs...) }
 
 // wildcard is GET /api/v1/pop/queue/:queue.
-func wildcard(queue string, pairs ...string) string {
-	return "/api/v1/pop/queue/" + url.PathEscape(queue) + kv(pairs...)
-}
+func wildcard(queue string, pairs ...string) string { return apitest.PopQueue(queue, pairs...) }
 
 // single is GET /api/v1/pop/queue/:queue/partition/:partition.
 func single(queue, partition string, pairs ...string) string {
-	return "/api/v1/pop/queue/" + url.PathEscape(queue) + "/partition/" + url.PathEscape(partition) + kv(pairs...)
+	return apitest.PopPartition(queue, partition, pairs...)
 }
 
 // ---------------------------------------------------------------- setup

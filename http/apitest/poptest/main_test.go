@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -88,32 +87,14 @@ func tail(s string, n int) string {
 // ---------------------------------------------------------------- paths
 
 // kv builds a query string from key, value pairs, in order.
-func kv(pairs ...string) string {
-	if len(pairs) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if i == 0 {
-			b.WriteByte('?')
-		} else {
-			b.WriteByte('&')
-		}
-		b.WriteString(url.QueryEscape(pairs[i]))
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(pairs[i+1]))
-	}
-	return b.String()
-}
+func kv(pairs ...string) string { return apitest.Query(pairs...) }
 
 // wildcard is the queue-scoped route GET /api/v1/pop/queue/:queue.
-func wildcard(queue string, pairs ...string) string {
-	return "/api/v1/pop/queue/" + url.PathEscape(queue) + kv(pairs...)
-}
+func wildcard(queue string, pairs ...string) string { return apitest.PopQueue(queue, pairs...) }
 
 // single is the route GET /api/v1/pop/queue/:queue/partition/:partition.
 func single(queue, partition string, pairs ...string) string {
-	return "/api/v1/pop/queue/" + url.PathEscape(queue) + "/partition/" + url.PathEscape(partition) + kv(pairs...)
+	return apitest.PopPartition(queue, partition, pairs...)
 }
 
 // discovery is the route GET /api/v1/pop?namespace=&task=.
