@@ -140,11 +140,19 @@ BEGIN
                                                                 AND a."offset" = r.off), 0));
             dlq := true;
         END IF;
-        IF v_status IN ('completed', 'success', 'dlq') AND NOT r.off = ANY (v_acked) THEN
-            v_acked := v_acked || r.off;
+        IF v_status IN ('completed', 'success', 'dlq') THEN
+            IF r.off = v_committed + 1 THEN
+                -- The common case, items in offset order: the prefix grows
+                -- by one without touching the array.
+                v_committed := v_committed + 1;
+                v_moved := v_moved + 1;
+            ELSIF NOT r.off = ANY (v_acked) THEN
+                v_acked := v_acked || r.off;
+            END IF;
         END IF;
         -- Advance over the contiguous resolved prefix.
-        WHILE (v_committed + 1) = ANY (v_acked) OR (v_committed + 1) = ANY (v_dead) LOOP
+        WHILE (cardinality(v_acked) > 0 AND (v_committed + 1) = ANY (v_acked))
+              OR (cardinality(v_dead) > 0 AND (v_committed + 1) = ANY (v_dead)) LOOP
             v_acked := array_remove(v_acked, v_committed + 1);
             v_committed := v_committed + 1;
             v_moved := v_moved + 1;
