@@ -159,9 +159,6 @@ func (b *Broker) refreshMaintenance() {
 // so it applies here at once rather than at the next refresh.
 func (b *Broker) SetPopMaintenanceLocal(on bool) { b.popMaintenance.Store(on) }
 
-// PopMaintenance reports the pop maintenance flag as this process sees it.
-func (b *Broker) PopMaintenance() bool { return b.popMaintenance.Load() }
-
 func (b *Broker) queuePID(name string) *actor.PID {
 	if pid, ok := b.queues.Load(name); ok {
 		return pid.(*actor.PID)

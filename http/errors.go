@@ -30,7 +30,6 @@ var (
 	errTraceIDUUID      = apiError{fasthttp.StatusBadRequest, "TraceId must be a UUID"}
 	errQueueRequired    = apiError{fasthttp.StatusBadRequest, "queue is required"}
 	errEnabledRequired  = apiError{fasthttp.StatusBadRequest, "enabled (boolean) is required"}
-	errDiscoveryScope   = apiError{fasthttp.StatusBadRequest, "namespace or task is required"}
 	errPool             = apiError{fasthttp.StatusInternalServerError, "pool"}
 	errPopFailed        = apiError{fasthttp.StatusInternalServerError, "pop failed"}
 	errShuttingDown     = apiError{fasthttp.StatusServiceUnavailable, "broker is shutting down"}

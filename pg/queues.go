@@ -60,17 +60,6 @@ LIMIT 1`, name, ns, task))
 	return q, err
 }
 
-// GetQueue returns the queue or an error wrapping queengo.ErrNotFound.
-func (s *Store) GetQueue(ctx context.Context, name string) (queengo.Queue, error) {
-	var q queengo.Queue
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		var err error
-		q, err = scanQueue(c.QueryRow(ctx, `SELECT `+queueColumns+` FROM queen.queues WHERE name = $1`, name))
-		return err
-	})
-	return q, err
-}
-
 // QueuesInScope lists the queues of a discovery scope, highest priority first.
 // An empty namespace or task matches any.
 func (s *Store) QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error) {
