@@ -81,17 +81,9 @@ func cmdConsume(ctx context.Context, args []string) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	env := newEnv(ctx, c, stdout)
-	tgt, err := env.newTarget(c.Target, p.Consumers*p.Groups+p.PrefillConns)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close()
-	res, err := runConsume(ctx, env, tgt, p)
-	if res != nil {
-		err = joinErr(err, env.finish(res))
-	}
-	return err
+	return runOne(ctx, c, stdout, p.Consumers*p.Groups+p.PrefillConns, func(env *Env, tgt Target) (*Result, error) {
+		return runConsume(ctx, env, tgt, p)
+	})
 }
 
 // prefill publishes n messages (seq 0..n-1) with conns producers, batch

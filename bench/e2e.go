@@ -50,17 +50,9 @@ func cmdE2E(ctx context.Context, args []string) error {
 	case p.Rate <= 0 || p.Duration <= 0:
 		return fmt.Errorf("--rate and --duration must be positive")
 	}
-	env := newEnv(ctx, c, stdout)
-	tgt, err := env.newTarget(c.Target, p.Producers+p.Consumers)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close()
-	res, err := runE2E(ctx, env, tgt, p)
-	if res != nil {
-		err = joinErr(err, env.finish(res))
-	}
-	return err
+	return runOne(ctx, c, stdout, p.Producers+p.Consumers, func(env *Env, tgt Target) (*Result, error) {
+		return runE2E(ctx, env, tgt, p)
+	})
 }
 
 // runE2E runs producers and consumers together. Producers send on a fixed

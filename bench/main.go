@@ -165,6 +165,23 @@ type Env struct {
 	Report *Report
 }
 
+// runOne runs one scenario of a subcommand: it builds the environment and
+// a target with conns connections, calls run, and reports what run
+// measured even when run also failed.
+func runOne(ctx context.Context, c *Common, out io.Writer, conns int, run func(*Env, Target) (*Result, error)) error {
+	env := newEnv(ctx, c, out)
+	tgt, err := env.newTarget(c.Target, conns)
+	if err != nil {
+		return err
+	}
+	defer tgt.Close()
+	res, err := run(env, tgt)
+	if res != nil {
+		err = joinErr(err, env.finish(res))
+	}
+	return err
+}
+
 // newEnv builds the environment from parsed common flags.
 func newEnv(ctx context.Context, c *Common, out io.Writer) *Env {
 	e := &Env{C: c, Out: out, Run: runID()}

@@ -60,17 +60,9 @@ func cmdPush(ctx context.Context, args []string) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	env := newEnv(ctx, c, stdout)
-	tgt, err := env.newTarget(c.Target, p.Connections)
-	if err != nil {
-		return err
-	}
-	defer tgt.Close()
-	res, err := runPush(ctx, env, tgt, p)
-	if res != nil {
-		err = joinErr(err, env.finish(res))
-	}
-	return err
+	return runOne(ctx, c, stdout, p.Connections, func(env *Env, tgt Target) (*Result, error) {
+		return runPush(ctx, env, tgt, p)
+	})
 }
 
 // runPush runs the push scenario against tgt: Connections producers publish
