@@ -55,10 +55,41 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// Function is one embedded file of functions (sql/functions/*.sql).
+type Function struct {
+	Name string // the file name, e.g. "append.sql"
+	SQL  string
+}
+
+// Functions lists the embedded function files in the order they apply
+// (file-name order).
+func Functions() ([]Function, error) {
+	files, err := fs.Glob(qsql.Functions, "functions/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("error listing function files: %w", err)
+	}
+	sort.Strings(files)
+	out := make([]Function, 0, len(files))
+	for _, f := range files {
+		body, err := fs.ReadFile(qsql.Functions, f)
+		if err != nil {
+			return nil, fmt.Errorf("error reading function file %q: %w", f, err)
+		}
+		out = append(out, Function{Name: strings.TrimPrefix(f, "functions/"), SQL: string(body)})
+	}
+	return out, nil
+}
+
 // Migrate applies every embedded migration not yet applied, each in its own
-// transaction, under a session advisory lock. It returns the versions applied.
+// transaction, and then every function file, all in one transaction (they
+// are idempotent and replace what an earlier version installed), under a
+// session advisory lock. It returns the migration versions applied.
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 	migs, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	funcs, err := Functions()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +139,18 @@ CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 			}
 			applied = append(applied, m.Version)
 		}
-		return nil
+		// After the migrations, which create the tables the functions
+		// name. One transaction: a process calling a function never sees
+		// a file half applied or a dropped signature not yet re-created.
+		err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			for _, f := range funcs {
+				if _, err := tx.Exec(ctx, f.SQL); err != nil {
+					return fmt.Errorf("error applying function file %s: %w", f.Name, err)
+				}
+			}
+			return nil
+		})
+		return err
 	})
 	return applied, err
 }

@@ -1,5 +1,20 @@
-// Package sql holds the broker's embedded, numbered schema migrations
-// (migrations/NNN_name.up.sql). It imports nothing; package pg applies them.
+// Package sql holds the broker's embedded SQL; package pg applies it. It
+// imports nothing.
+//
+// migrations/NNN_name.up.sql are the numbered schema migrations: tables,
+// indexes, constraints and the one trigger (with the trigger function it
+// needs), DDL only. Each is applied once, in version order, and recorded in
+// queen.schema_migrations.
+//
+// functions/*.sql hold every other function (the hot PL/pgSQL of append,
+// claim and ack included). They are applied after the migrations at every
+// start and by `queengo migrate`, under the migrations' advisory lock, in
+// file-name order, all in one transaction, so they must be idempotent:
+// CREATE OR REPLACE FUNCTION only, and a function whose signature changes is
+// dropped first in its file (DROP FUNCTION IF EXISTS with the old
+// signature). A function changes by a diff of its file, never by a
+// migration. A LANGUAGE sql body is checked when it is created, so a file
+// must come after (in name or within the file) the functions it calls.
 package sql
 
 import "embed"
@@ -8,3 +23,8 @@ import "embed"
 //
 //go:embed migrations/*.sql
 var Migrations embed.FS
+
+// Functions holds the function files; names sort in the order they apply.
+//
+//go:embed functions/*.sql
+var Functions embed.FS

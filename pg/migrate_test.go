@@ -1,0 +1,63 @@
+package pg_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/queengo/queengo/pg"
+	"github.com/queengo/queengo/pg/pgtest"
+)
+
+// TestMigrate_FunctionsReappliedAtEveryStart: the files of sql/functions
+// are applied after the migrations every time Migrate runs, so a database
+// whose migrations are all recorded still gets the functions of this build
+// (here: a function replaced behind the broker's back is restored).
+func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := pgtest.Create("pgmigrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop() })
+	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	migs, err := pg.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := s.Migrate(ctx)
+	if err != nil || len(applied) != len(migs) {
+		t.Fatalf("first migrate: applied %v of %d: %v", applied, len(migs), err)
+	}
+	funcs, err := pg.Functions()
+	if err != nil || len(funcs) == 0 {
+		t.Fatalf("function files: %v %v", funcs, err)
+	}
+	for _, f := range funcs {
+		if strings.Contains(f.SQL, "CREATE FUNCTION") || strings.Contains(f.SQL, "CREATE TABLE") {
+			t.Errorf("%s: function files hold CREATE OR REPLACE FUNCTION only", f.Name)
+		}
+	}
+
+	if err := db.Exec(`CREATE OR REPLACE FUNCTION queen.append_segments(p_parts uuid[], p_seg integer[], p_txids text[],
+    p_msgids uuid[], p_frames bytea[]) RETURNS uuid[] LANGUAGE sql AS $$ SELECT NULL::uuid[] $$`); err != nil {
+		t.Fatal(err)
+	}
+	applied, err = s.Migrate(ctx)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("second migrate: applied %v: %v", applied, err)
+	}
+	var src string
+	if err := db.QueryRow(`SELECT prosrc FROM pg_proc WHERE oid = 'queen.append_segments(uuid[], integer[], text[], uuid[], bytea[])'::regprocedure`,
+		nil, &src); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(src, "GET DIAGNOSTICS v_locked") {
+		t.Fatalf("append_segments not restored by the second migrate:\n%s", src)
+	}
+}

@@ -1,0 +1,84 @@
+-- append.sql: the write path. How the files of sql/functions are applied:
+-- sql/sql.go.
+--
+-- The hot statements are one round trip and one implicit transaction each;
+-- the broker pipelines several of them when it can.
+
+-- append_segments writes one coalesced segment to each of several partitions
+-- of a queue in one statement and one commit. Item i belongs to the segment of
+-- partition p_parts[p_seg[i]]; the broker has already removed duplicates
+-- inside each segment, this removes the ones already stored. Offsets are
+-- assigned under the partition rows' locks, taken in id order so concurrent
+-- writers never deadlock, so they are contiguous and gap-free even with
+-- several broker processes (D1). Returns, per item, the id of the stored
+-- message it duplicates, or NULL when the item was written.
+CREATE OR REPLACE FUNCTION queen.append_segments(
+    p_parts  uuid[],
+    p_seg    integer[],
+    p_txids  text[],
+    p_msgids uuid[],
+    p_frames bytea[]
+) RETURNS uuid[]
+LANGUAGE plpgsql
+-- Every lookup in the hot functions is by key. A broker starting on fresh
+-- tables would otherwise have PL/pgSQL cache plans made for empty tables
+-- (sequential scans) and keep them while the tables grow, until autovacuum
+-- first analyzes them; a sequential scan of the transaction ids per commit
+-- cost 30x the commit itself (docs/benchmarks.md).
+SET enable_seqscan = off
+AS $$
+DECLARE
+    v_locked integer;
+    v_dup    uuid[];
+    v_n      integer;
+    v_ts     timestamptz;
+BEGIN
+    PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR UPDATE;
+    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    IF v_locked < cardinality(p_parts) THEN
+        RAISE EXCEPTION 'partition not found' USING ERRCODE = 'QG404';
+    END IF;
+
+    -- One primary-key probe per item (a join would let the planner hash the
+    -- whole index table).
+    SELECT array_agg(t.dup ORDER BY t.ord), count(*) FILTER (WHERE t.dup IS NULL)
+      INTO v_dup, v_n
+      FROM (SELECT u.ord, (SELECT x.message_id FROM queen.txids x
+                            WHERE x.partition_id = p_parts[u.seg] AND x.transaction_id = u.txid) AS dup
+              FROM unnest(p_seg, p_txids) WITH ORDINALITY AS u(seg, txid, ord)) t;
+    IF v_n = 0 THEN
+        RETURN v_dup;
+    END IF;
+
+    -- One time for every segment of the commit, taken after the locks and
+    -- never behind any of their partitions' last write, so createdAt orders
+    -- segments within a partition and a push spread over several partitions
+    -- shares one createdAt (pop-routes.md).
+    SELECT greatest(clock_timestamp(), max(p.last_write_at)) INTO v_ts
+      FROM queen.partitions p WHERE p.id = ANY (p_parts);
+
+    WITH fresh AS (
+        SELECT t.ord, t.seg, t.txid, t.msgid, t.frame,
+               row_number() OVER (PARTITION BY t.seg ORDER BY t.ord) AS rn
+          FROM unnest(p_seg, p_txids, p_msgids, p_frames) WITH ORDINALITY AS t(seg, txid, msgid, frame, ord)
+         WHERE v_dup[t.ord] IS NULL
+    ), heads AS (
+        SELECT f.seg, p.id AS pid, p.head, count(*) AS n, v_ts AS ts
+          FROM fresh f JOIN queen.partitions p ON p.id = p_parts[f.seg]
+         GROUP BY f.seg, p.id, p.head
+    ), ins_tx AS (
+        INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
+        SELECT h.pid, f.txid, h.head + f.rn, f.msgid FROM fresh f JOIN heads h USING (seg)
+    ), ins_seg AS (
+        INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, ends, frames)
+        SELECT h.pid, h.head + 1, h.head + h.n, h.ts, x.ends, x.frames
+          FROM heads h,
+               LATERAL (SELECT array_agg(e.cum::integer ORDER BY e.ord) AS ends,
+                               string_agg(e.frame, ''::bytea ORDER BY e.ord) AS frames
+                          FROM (SELECT f.ord, f.frame, sum(length(f.frame)) OVER (ORDER BY f.ord) AS cum
+                                  FROM fresh f WHERE f.seg = h.seg) e) x
+    )
+    UPDATE queen.partitions p SET head = h.head + h.n, last_write_at = h.ts FROM heads h WHERE p.id = h.pid;
+    RETURN v_dup;
+END;
+$$;
