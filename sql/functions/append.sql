@@ -12,6 +12,14 @@
 -- writers never deadlock, so they are contiguous and gap-free even with
 -- several broker processes (D1). Returns, per item, the id of the stored
 -- message it duplicates, or NULL when the item was written.
+--
+-- The lock is FOR NO KEY UPDATE: this function changes only head and
+-- last_write_at, never the key. It excludes every other writer of the row
+-- but not the FOR KEY SHARE locks that foreign-key checks take on it (a
+-- claim creating cursors, an ack inserting attempts or dead letters), so
+-- none of those ever waits for a writer; FOR UPDATE would, in whatever
+-- order they meet the rows, and deadlock with the writers' id order
+-- (issue 8). Lock order: docs/architecture.md.
 CREATE OR REPLACE FUNCTION queen.append_segments(
     p_parts  uuid[],
     p_seg    integer[],
@@ -33,7 +41,7 @@ DECLARE
     v_n      integer;
     v_ts     timestamptz;
 BEGIN
-    PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR UPDATE;
+    PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR NO KEY UPDATE;
     GET DIAGNOSTICS v_locked = ROW_COUNT;
     IF v_locked < cardinality(p_parts) THEN
         RAISE EXCEPTION 'partition not found' USING ERRCODE = 'QG404';

@@ -108,7 +108,11 @@ DECLARE
 BEGIN
     -- First contact: create the cursors this group lacks, seeded (D6). Queue
     -- mode is never seeded: it always starts at the oldest retained message.
-    FOREACH v_qid IN ARRAY p_queue_ids LOOP
+    -- Queues in id order, and in each its subscription record before its
+    -- cursors: a concurrent first contact of the same group waits on every
+    -- row this one inserted first, so every claim inserts in one order
+    -- (lock order: docs/architecture.md).
+    FOREACH v_qid IN ARRAY ARRAY(SELECT u FROM unnest(p_queue_ids) AS u ORDER BY u) LOOP
         v_from := NULL;
         IF p_group <> '__QUEUE_MODE__' THEN
             SELECT s.mode, s.from_ts INTO v_sub
@@ -130,6 +134,10 @@ BEGIN
             END IF;
         END IF;
 
+        -- In partition id order (see above). The foreign-key check takes
+        -- FOR KEY SHARE on each partition row, which the writers' FOR NO
+        -- KEY UPDATE does not block: a first contact never waits for a
+        -- segment write (issue 8).
         INSERT INTO queen.cursors (partition_id, consumer_group, committed)
         SELECT p.id, p_group, queen.seed_offset(p.id, p.head, v_from)
           FROM queen.partitions p
@@ -138,6 +146,7 @@ BEGIN
            AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
            AND NOT EXISTS (SELECT 1 FROM queen.cursors c
                             WHERE c.partition_id = p.id AND c.consumer_group = p_group)
+         ORDER BY p.id
         ON CONFLICT DO NOTHING;
     END LOOP;
 

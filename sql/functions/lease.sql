@@ -5,11 +5,20 @@
 -- partition a pop claimed) to at least now + p_seconds; it never shortens a
 -- lease and never revives an expired one. Returns the earliest new expiry, or
 -- NULL with the reason.
+--
+-- The cursor rows are locked first in (partition, group) order, the order
+-- queen.ack locks them in: the UPDATE alone would lock them in the order it
+-- finds them (physical order), and an ack of the same lease's partitions
+-- running meanwhile could deadlock with it.
 CREATE OR REPLACE FUNCTION queen.extend_lease(p_lease uuid, p_seconds integer, OUT expires_at text, OUT reason text)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_min timestamptz;
 BEGIN
+    PERFORM 1 FROM queen.cursors c
+     WHERE c.lease_id = p_lease AND c.lease_expires_at > now()
+     ORDER BY c.partition_id, c.consumer_group
+       FOR UPDATE;
     WITH upd AS (
         UPDATE queen.cursors
            SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => p_seconds))

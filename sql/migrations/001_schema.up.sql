@@ -34,7 +34,8 @@ CREATE TABLE queen.queues (
 CREATE INDEX queues_namespace_task ON queen.queues (namespace, task);
 
 -- head is the last offset assigned (0: empty); offsets start at 1. The row is
--- the serialisation point for writers: append_segment locks it.
+-- the serialisation point for writers: append_segments locks it (FOR NO KEY
+-- UPDATE, docs/architecture.md "Lock order").
 CREATE TABLE queen.partitions (
     id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     queue_id      uuid NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
@@ -78,7 +79,8 @@ CREATE TABLE queen.txids (
 -- referential check for every inserted row, although append_segments holds
 -- the partition row's lock anyway. The cascade is a statement trigger on
 -- queen.partitions instead, so deleting a queue (or partition) still removes
--- all of its data.
+-- all of its data. Its function is the one function a migration creates:
+-- the trigger needs it; every other function is in sql/functions.
 CREATE FUNCTION queen.drop_partition_data() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
