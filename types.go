@@ -183,6 +183,11 @@ type ClaimResult struct {
 	Ready []uuid.UUID
 	// Taken counts the messages claimed, or available when Min held them back.
 	Taken int
+	// Err, when set, is this claim's own failure; the other claims of its
+	// round are not affected. Nothing of the claim was applied, except when
+	// its answer could not be read after its round committed: its leases
+	// then expire and the messages are delivered again.
+	Err error
 }
 
 // AckItem is one acknowledgement.
@@ -254,14 +259,24 @@ type MessageInfo struct {
 	Groups          []GroupState
 }
 
+// DefaultRequestTimeout bounds the database work of one request (the wait
+// for a connection and its statements) when the configuration sets none.
+const DefaultRequestTimeout = 10 * time.Second
+
 // Sentinel errors the store translates database failures into.
 var (
 	// ErrNotFound: the addressed row (queue, partition, message) does not exist.
 	ErrNotFound = errors.New("not found")
 	// ErrPool: no database connection could be had within the acquire timeout.
 	ErrPool = errors.New("no database connection available")
-	// ErrTimeout: the statement ran past the configured statement timeout.
-	ErrTimeout = errors.New("statement timed out")
+	// ErrTimeout: the database did not answer in time: a statement ran past
+	// the statement timeout, or the request deadline (the request timeout:
+	// connection wait and statements) passed. A write may still have been
+	// applied: sending it again with the same transaction ids is safe.
+	ErrTimeout = errors.New("database timed out")
+	// ErrUnavailable: the database could not be reached, or the connection
+	// broke during the operation.
+	ErrUnavailable = errors.New("database unavailable")
 	// ErrClosed: the broker is shutting down.
 	ErrClosed = errors.New("broker is shutting down")
 	// ErrConflict: a transaction referred to a lease or message that is no

@@ -66,6 +66,12 @@ type Config struct {
 	// MaintenanceRefresh is how often the pop maintenance flag is re-read, so
 	// a switch made by another broker process takes effect here.
 	MaintenanceRefresh time.Duration
+	// RequestTimeout bounds the database work of one operation: a push's
+	// wait for the commit its items ride in (and that commit itself), each
+	// claim round of a pop (not a long poll's wait), a queue or partition
+	// lookup, the background reads. Past it the operation fails with
+	// queengo.ErrTimeout. Zero means queengo.DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // Broker is the entry point of the actor tree.
@@ -95,6 +101,9 @@ func New(cfg Config) *Broker {
 	}
 	if cfg.MaintenanceRefresh <= 0 {
 		cfg.MaintenanceRefresh = time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = queengo.DefaultRequestTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -142,7 +151,7 @@ func (b *Broker) refreshMaintenance() {
 	t := time.NewTicker(b.cfg.MaintenanceRefresh)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.MaintenanceRefresh*5)
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
 		if on, err := b.cfg.Store.PopMaintenance(ctx); err == nil {
 			b.popMaintenance.Store(on)
 		}
@@ -183,10 +192,20 @@ func (b *Broker) scopePID(k scopeKey) *actor.PID {
 
 // Push writes the items, grouped per partition into coalesced segments, and
 // returns one result per item in input order.
+//
+// It waits for the commits its items ride in no longer than the request
+// timeout (or ctx's deadline, when earlier): past it, or when a commit failed
+// because the database was unavailable or timed out, it returns an error
+// wrapping queengo.ErrTimeout, ErrPool or ErrUnavailable, and no results.
+// Some of the items may then have been stored, or be stored later by a
+// commit still in flight: sending the request again with the same
+// transaction ids stores each item once (the others become duplicates).
 func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
 	if b.closing.Load() {
 		return nil, queengo.ErrClosed
 	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	defer cancel()
 	results := make([]queengo.PushResult, len(items))
 	byQueue := map[string][]int{}
 	var order []string
@@ -224,11 +243,20 @@ func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.
 	for range parts {
 		select {
 		case d := <-reply:
+			if d.err != nil {
+				// The other parts go on; their replies land in the
+				// buffered channel, which nobody reads any more.
+				return nil, d.err
+			}
 			for k, i := range d.idx {
 				results[i] = d.results[k]
 			}
 		case <-ctx.Done():
-			// The writes go on; their replies land in the buffered channel.
+			// The writes go on (each commit is bounded by the request
+			// timeout too); their replies land in the buffered channel.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, fmt.Errorf("%w: the push was not committed within the request deadline", queengo.ErrTimeout)
+			}
 			return nil, ctx.Err()
 		}
 	}
@@ -371,7 +399,16 @@ func errText(err error) string {
 	case errors.Is(err, queengo.ErrPool):
 		return "database unavailable: no connection"
 	case errors.Is(err, queengo.ErrTimeout):
-		return "database statement timed out"
+		return "database timed out"
+	case errors.Is(err, queengo.ErrUnavailable):
+		return "database unavailable"
 	}
 	return fmt.Sprintf("write failed: %v", err)
+}
+
+// databaseDown reports whether err is the database's state rather than the
+// operation's own failure: no connection, no answer in time, no server.
+func databaseDown(err error) bool {
+	return errors.Is(err, queengo.ErrPool) || errors.Is(err, queengo.ErrTimeout) ||
+		errors.Is(err, queengo.ErrUnavailable) || errors.Is(err, queengo.ErrClosed)
 }

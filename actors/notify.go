@@ -72,7 +72,7 @@ func (c *crossProcess) run(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, c.b.cfg.RequestTimeout)
 		if err := c.n.Notify(cctx, batch); err != nil {
 			c.b.log.Debug("notify failed", "err", err)
 		}
@@ -82,7 +82,7 @@ func (c *crossProcess) run(ctx context.Context) {
 
 func (c *crossProcess) watchPeers(ctx context.Context) {
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, c.b.cfg.RequestTimeout)
 		n, err := c.n.Listeners(cctx)
 		cancel()
 		c.mu.Lock()

@@ -13,8 +13,6 @@ import (
 )
 
 const (
-	// claimTimeout bounds one claim round trip, pool wait included.
-	claimTimeout = 30 * time.Second
 	// roundMax caps the pops one pipelined claim round carries.
 	roundMax = 32
 	// fullScanEvery bounds how stale the ready set may get: at least this
@@ -84,11 +82,12 @@ type queueLoaded struct {
 type roundDone struct {
 	ws     []*waiter
 	params []queengo.ClaimParams
-	res    []queengo.ClaimResult
-	err    error
-	parts  map[string]uuid.UUID // partition ids the round looked up
-	scope  []uuid.UUID          // a refreshed discovery scope
-	since  uint64               // the actor's event number when it started
+	res    []queengo.ClaimResult // a claim's own failure is in its Err
+	err    error                 // the whole round failed
+	errs   []error               // per waiter, when its partition lookup failed
+	parts  map[string]uuid.UUID  // partition ids the round looked up
+	scope  []uuid.UUID           // a refreshed discovery scope
+	since  uint64                // the actor's event number when it started
 }
 
 // keyState is the long-poll state shared by the parked pops of one (group,
@@ -287,9 +286,11 @@ func (a *queueActor) commit(ctx actor.Context) {
 		n += len(s.seg.Frames)
 	}
 	commitMessages.Update(float64(n))
-	self, root, store := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store
+	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.b.cfg.RequestTimeout
 	go func() {
-		c, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		// The commit is shared by every pusher whose items ride in it; each
+		// of them stops waiting at its own deadline (Broker.Push).
+		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		defer commitDuration.UpdateDuration(time.Now())
 		dups, err := store.Append(c, segs)
@@ -399,9 +400,9 @@ func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
 	}
 	if !a.loading {
 		a.loading = true
-		self, root, store, name := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.name
+		self, root, store, name, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.name, a.b.cfg.RequestTimeout
 		go func() {
-			c, cancel := context.WithTimeout(context.Background(), claimTimeout)
+			c, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			q, err := store.EnsureQueue(c, name)
 			root.Send(self, &queueLoaded{q: q, err: err})
@@ -439,7 +440,7 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 	}
 	a.inflight++
 	claimRoundPops.Update(float64(len(run)))
-	self, root, store := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store
+	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.b.cfg.RequestTimeout
 	var qid uuid.UUID
 	if a.q != nil {
 		qid = a.q.ID
@@ -448,7 +449,9 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 	since := a.events
 	scopeIDs := a.scopeIDs
 	go func() {
-		c, cancel := context.WithTimeout(context.Background(), claimTimeout)
+		// The request deadline bounds the round's statements, not the wait
+		// of a long poll, which is parked in the actor between rounds.
+		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		d := &roundDone{ws: run, params: params, since: since}
 		if refresh {
@@ -472,7 +475,11 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 				pid, err := store.LookupPartition(c, qid, run[i].req.Partition)
 				if err != nil {
 					if !errors.Is(err, queengo.ErrNotFound) {
-						d.err = err
+						// This pop's failure only: the others claim.
+						if d.errs == nil {
+							d.errs = make([]error, len(params))
+						}
+						d.errs[i] = err
 					}
 					continue // no such partition yet: nothing to deliver
 				}
@@ -574,8 +581,8 @@ func (a *queueActor) onRound(d *roundDone) {
 	}
 	for i, w := range d.ws {
 		w.inflight = false
-		if d.err != nil {
-			a.answer(w, popReply{err: d.err})
+		if err := d.failure(i); err != nil {
+			a.answer(w, popReply{err: err})
 			continue
 		}
 		p, r := &d.params[i], &d.res[i]
@@ -606,6 +613,19 @@ func (a *queueActor) onRound(d *roundDone) {
 			a.onEmpty(w, now)
 		}
 	}
+}
+
+// failure is the error the round's i-th pop answers with, if any: the
+// round's (every pop shares it), or the pop's own (its partition lookup or its
+// claim failed), which leaves the other pops of the round alone.
+func (d *roundDone) failure(i int) error {
+	switch {
+	case d.err != nil:
+		return d.err
+	case d.errs != nil && d.errs[i] != nil:
+		return d.errs[i]
+	}
+	return d.res[i].Err
 }
 
 func leaseText(p *queengo.ClaimParams) string {

@@ -3,17 +3,12 @@ package actors
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
-
-// writeTimeout bounds one commit; a write that cannot commit in this long
-// fails its items rather than holding their pushers forever.
-const writeTimeout = 30 * time.Second
 
 // appendReq is one push request's items for one partition.
 type appendReq struct {
@@ -23,10 +18,12 @@ type appendReq struct {
 	reply     chan<- pushDone
 }
 
-// pushDone answers an appendReq, item by item.
+// pushDone answers an appendReq, item by item; err is set (and every item
+// failed) when the database was unavailable or timed out.
 type pushDone struct {
 	idx     []int
 	results []queengo.PushResult
+	err     error
 }
 
 // partitionReady carries the ids a writer looked up or created.
@@ -106,8 +103,9 @@ func (w *writer) kick(ctx actor.Context) {
 	if w.pid == uuid.Nil {
 		w.ensuring = true
 		self, root, store, queue, name := ctx.Self(), ctx.ActorSystem().Root, w.b.cfg.Store, w.queue, w.name
+		timeout := w.b.cfg.RequestTimeout
 		go func() {
-			c, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			c, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			r := &partitionReady{}
 			if r.q, r.err = store.EnsureQueue(c, queue); r.err == nil {
@@ -190,6 +188,9 @@ func (w *writer) finish(d *segmentDone) {
 func (w *writer) fail(reqs []*appendReq, err error) {
 	for _, r := range reqs {
 		out := pushDone{idx: r.idx, results: make([]queengo.PushResult, len(r.frames))}
+		if databaseDown(err) {
+			out.err = err
+		}
 		for i := range r.frames {
 			out.results[i] = queengo.PushResult{Status: queengo.PushFailed, TransactionID: r.frames[i].TransactionID,
 				TraceID: r.frames[i].TraceID, Error: errText(err)}

@@ -122,6 +122,16 @@ func checkAck(f *ackFields, txErr, partErr apiError) (it queengo.AckItem, badLea
 	if f.msgK == kindOther {
 		return it, false, &errErrorString
 	}
+	if e = checkTxID(f.txid); e == nil {
+		if e = checkName("consumerGroup", group); e == nil {
+			if e = checkText("status", status); e == nil {
+				e = checkText("error", f.msg)
+			}
+		}
+	}
+	if e != nil {
+		return it, false, e
+	}
 	return queengo.AckItem{PartitionID: pid, TransactionID: f.txid, Status: status, Group: group, LeaseID: lid, Error: f.msg}, badLease, nil
 }
 
@@ -378,6 +388,9 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 		typ, _, _ := jsonString(op.Type)
 		switch typ {
 		case "ack":
+			if e := textErrors(namedRaw{"transactionId", op.Ack.TransactionID}, namedRaw{"consumerGroup", op.Ack.ConsumerGroup}, namedRaw{"status", op.Ack.Status}, namedRaw{"error", op.Ack.Error}); e != nil {
+				return nil, e
+			}
 			f := fieldsFromRaw(&op.Ack)
 			it, badLease, e := checkAck(&f, errTxIDRequired, errPartitionRequired)
 			if e != nil {

@@ -29,6 +29,9 @@ func parseConfigure(body []byte) (name, namespace, task string, o queengo.QueueO
 		be := badRequest("Invalid JSON: " + err.Error())
 		return "", "", "", o, &be
 	}
+	if e := textErrors(namedRaw{"queue", raw.Queue}, namedRaw{"namespace", raw.Namespace}, namedRaw{"task", raw.Task}); e != nil {
+		return "", "", "", o, e
+	}
 	name, ok, isNull := jsonString(raw.Queue)
 	if !ok || isNull || name == "" {
 		return "", "", "", o, &errQueueRequired
@@ -37,8 +40,23 @@ func parseConfigure(body []byte) (name, namespace, task string, o queengo.QueueO
 		return
 	}
 	// JS and Python send null for an unset namespace or task.
-	namespace, _, _ = jsonString(raw.Namespace)
-	task, _, _ = jsonString(raw.Task)
+	for _, f := range []struct {
+		key     string
+		raw     json.RawMessage
+		dst     *string
+		notText apiError
+	}{{"namespace", raw.Namespace, &namespace, errNamespaceString}, {"task", raw.Task, &task, errTaskString}} {
+		v, ok, _ := jsonString(f.raw)
+		if !ok {
+			return "", "", "", o, &f.notText
+		}
+		if v != "" {
+			if e = checkName(f.key, v); e != nil {
+				return "", "", "", o, e
+			}
+		}
+		*f.dst = v
+	}
 	o = queengo.ConfigureDefaults()
 	ints := map[string]*int{
 		"leaseTime": &o.LeaseTime, "retryLimit": &o.RetryLimit, "retryDelay": &o.RetryDelay,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,20 +13,26 @@ import (
 	"github.com/queengo/queengo"
 )
 
-const (
-	// dlqLimitDefault and dlqLimitMax bound one page of dead letters.
-	dlqLimitDefault = 100
-	dlqLimitMax     = 1000
-)
-
 func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	f := queengo.DLQFilter{Queue: string(args.Peek("queue")), Group: string(args.Peek("consumerGroup")),
-		Partition: string(args.Peek("partition")), Limit: intArg(args, "limit", dlqLimitDefault), Offset: intArg(args, "offset", 0)}
-	if f.Limit <= 0 || f.Limit > dlqLimitMax {
-		f.Limit = min(max(f.Limit, dlqLimitDefault), dlqLimitMax)
+	var f queengo.DLQFilter
+	var e *apiError
+	for _, p := range []struct {
+		key string
+		dst *string
+	}{{"queue", &f.Queue}, {"consumerGroup", &f.Group}, {"partition", &f.Partition}} {
+		if *p.dst, e = nameParam(args, p.key); e != nil {
+			writeError(ctx, *e)
+			return
+		}
 	}
-	f.Offset = max(f.Offset, 0)
+	if f.Limit, e = intParam(args, "limit", dlqLimitDefault, 1, dlqLimitMax); e == nil {
+		f.Offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+	}
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
 	for _, p := range []struct {
 		key string
 		dst **time.Time
@@ -160,7 +167,14 @@ func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, *e)
 		return
 	}
-	txid, _ := ctx.UserValue("transactionId").(string)
+	txid, e := pathText(ctx, "transactionId")
+	if e == nil {
+		e = checkTxID(txid)
+	}
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
 	m, err := s.store.GetMessage(ctx, pid, txid)
 	if errors.Is(err, queengo.ErrNotFound) {
 		writeError(ctx, apiError{fasthttp.StatusNotFound, "Message not found"})

@@ -2,6 +2,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -18,10 +19,12 @@ type scanner struct {
 }
 
 var (
-	errSyntax   = errors.New("invalid JSON")
-	errNotUTF8  = errors.New("invalid UTF-8 in a string")
-	errTooDeep  = errors.New("nesting too deep")
-	errTrailing = errors.New("data after the top-level value")
+	errSyntax  = errors.New("invalid JSON")
+	errNotUTF8 = errors.New("invalid UTF-8 in a string")
+	// errSurrogate: a \u escape of half a UTF-16 pair with no other half.
+	errSurrogate = errors.New("lone UTF-16 surrogate in a string")
+	errTooDeep   = errors.New("nesting too deep")
+	errTrailing  = errors.New("data after the top-level value")
 )
 
 // maxDepth bounds nesting so a hostile body cannot exhaust the stack.
@@ -122,22 +125,19 @@ func (s *scanner) str() (string, error) {
 				return "", errSyntax
 			}
 			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-					save := s.i
-					s.i += 2
-					var ok2 bool
-					if r2, ok2 = s.hex4(); !ok2 {
-						return "", errSyntax
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						r = d
-					} else {
-						s.i = save
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
+				// Only a high surrogate escape followed by a low one is a
+				// character; encoding/json would turn a lone one into
+				// U+FFFD, making distinct ids equal.
+				if s.i+1 >= len(s.b) || s.b[s.i] != '\\' || s.b[s.i+1] != 'u' {
+					return "", errSurrogate
+				}
+				s.i += 2
+				r2, ok2 := s.hex4()
+				if !ok2 {
+					return "", errSyntax
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					return "", errSurrogate
 				}
 			}
 			out = utf8.AppendRune(out, r)
@@ -214,6 +214,15 @@ func (s *scanner) skip(depth int) error {
 	}
 }
 
+// fieldError names the member whose string was refused, so a client learns
+// which field to fix.
+func fieldError(key string, err error) error {
+	if errors.Is(err, errNotUTF8) || errors.Is(err, errSurrogate) {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return err
+}
+
 // object walks the object at the cursor, calling member with the cursor at
 // each member's value; member must consume the value.
 func (s *scanner) object(depth int, member func(key string) error) error {
@@ -236,7 +245,7 @@ func (s *scanner) object(depth int, member func(key string) error) error {
 			return errSyntax
 		}
 		if err := member(key); err != nil {
-			return err
+			return fieldError(key, err)
 		}
 		if s.consume(',') {
 			continue

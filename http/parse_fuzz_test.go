@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queengo/queengo"
 )
 
 // FuzzParsePush feeds arbitrary bodies to the push parser: it must never
@@ -160,6 +163,7 @@ func FuzzParseAckBatch(f *testing.F) {
 		`{"acknowledgments":[{"transactionId":"t","partitionId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","leaseId":null}],"consumerGroup":"g"}`,
 		`{"acknowledgments":[]}`, `{"acknowledgments":{}}`, `{"acknowledgments":[1]}`, `{}`, ``,
 		`{"acknowledgments":[{"transactionId":"t","partitionId":"x"}]}`,
+		`{"acknowledgments":[{"transactionId":"t\u0000","partitionId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","error":"\ud800"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -177,6 +181,70 @@ func FuzzParseAckBatch(f *testing.F) {
 		for _, it := range items {
 			if it.TransactionID == "" || it.Group == "" || it.Status == "" {
 				t.Fatalf("incomplete ack %+v", it)
+			}
+			for _, v := range []string{it.TransactionID, it.Group, it.Status, it.Error} {
+				if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+					t.Fatalf("ack field %q cannot be stored as text", v)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParsePop feeds arbitrary query strings to the pop parameter parser: it
+// must never panic, must answer 400 naming a parameter or accept, and what
+// it accepts lies within the documented caps.
+func FuzzParsePop(f *testing.F) {
+	for _, s := range []string{
+		"batch=10&wait=true&timeout=1000", "batch=abc", "batch=0", "batch=10001", "partitions=-1",
+		"partitions=2147483648", "leaseSeconds=2147483648", "leaseSeconds=-5", "timeout=9223372036854775807",
+		"timeout=-1", "consumerGroup=%00", "consumerGroup=a%20b", "consumerGroup=%FF", "subscriptionFrom=now",
+		"subscriptionMode=new&subscriptionFrom=2026-01-02T03:04:05Z",
+	} {
+		f.Add(s)
+	}
+	srv := &Server{cfg: Config{PopTimeout: 30 * time.Second}}
+	f.Fuzz(func(t *testing.T, query string) {
+		var args fasthttp.Args
+		args.Parse(query)
+		var r queengo.PopRequest
+		if e := srv.parsePop(&args, &r); e != nil {
+			if e.Status != fasthttp.StatusBadRequest || e.Message == "" {
+				t.Fatalf("rejection is not a 400 with a message: %+v", e)
+			}
+			return
+		}
+		switch {
+		case r.Batch < 1 || r.Batch > maxBatch:
+			t.Fatalf("batch %d accepted", r.Batch)
+		case r.Partitions < 0 || r.Partitions > maxPartitionsCap:
+			t.Fatalf("partitions %d accepted", r.Partitions)
+		case r.Timeout < 0 || r.Timeout > maxTimeoutMs*time.Millisecond:
+			t.Fatalf("timeout %v accepted", r.Timeout)
+		case r.LeaseSeconds < 0 || r.LeaseSeconds > maxLeaseSeconds:
+			t.Fatalf("leaseSeconds %d accepted", r.LeaseSeconds)
+		case r.Group != queengo.QueueModeGroup && checkName("consumerGroup", r.Group) != nil:
+			t.Fatalf("consumerGroup %q accepted", r.Group)
+		}
+	})
+}
+
+// FuzzCheckName: a name that passes is storable text without control
+// characters, within the length limit.
+func FuzzCheckName(f *testing.F) {
+	for _, s := range []string{"orders", "my queue", "orders/eu", "café", "a\tb", "a\x00b", "\xff", "\u0085", strings.Repeat("x", 256)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkName("queue", s) != nil {
+			return
+		}
+		if s == "" || len(s) > queengo.MaxNameLen || !utf8.ValidString(s) {
+			t.Fatalf("accepted %q", s)
+		}
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f {
+				t.Fatalf("accepted %q with control character %U", s, r)
 			}
 		}
 	})

@@ -2,7 +2,6 @@ package http
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,39 +12,37 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// maxBatch caps one pop's message budget.
-const maxBatch = 10000
-
 // discoveryBody is the exact 400 of the discovery route without a scope.
 var discoveryBody = []byte(`{"success":false,"error":"namespace or task is required","messages":[]}`)
 
-// parsePop reads the query parameters shared by the three pop routes.
+// parsePop reads the query parameters shared by the three pop routes. Every
+// number must be an integer within its cap; leaseSeconds 0 or less means
+// absent and partitions 0 or less no cap (pop-routes.md).
 func (s *Server) parsePop(args *fasthttp.Args, r *queengo.PopRequest) *apiError {
-	r.Batch = intArg(args, "batch", 1)
-	if r.Batch <= 0 {
-		r.Batch = 1
+	var e *apiError
+	if r.Batch, e = intParam(args, "batch", 1, 1, maxBatch); e != nil {
+		return e
 	}
-	if r.Batch > maxBatch {
-		r.Batch = maxBatch
+	if r.Partitions, e = intParam(args, "partitions", 1, noLowerBound, maxPartitionsCap); e != nil {
+		return e
 	}
-	r.Partitions = intArg(args, "partitions", 1)
-	if r.Partitions < 0 {
-		r.Partitions = 0
-	}
+	r.Partitions = max(r.Partitions, 0)
 	r.Wait = boolArg(args, "wait")
-	r.Timeout = time.Duration(intArg(args, "timeout", int(s.cfg.PopTimeout/time.Millisecond))) * time.Millisecond
-	if r.Timeout < 0 {
-		r.Timeout = 0
+	ms, e := intParam(args, "timeout", int(s.cfg.PopTimeout/time.Millisecond), 0, maxTimeoutMs)
+	if e != nil {
+		return e
 	}
-	if r.LeaseSeconds = intArg(args, "leaseSeconds", 0); r.LeaseSeconds < 0 {
-		r.LeaseSeconds = 0
+	r.Timeout = time.Duration(ms) * time.Millisecond
+	if r.LeaseSeconds, e = intParam(args, "leaseSeconds", 0, noLowerBound, maxLeaseSeconds); e != nil {
+		return e
 	}
+	r.LeaseSeconds = max(r.LeaseSeconds, 0)
 	r.AutoAck = boolArg(args, "autoAck")
-	r.Group = string(args.Peek("consumerGroup"))
+	if r.Group, e = nameParam(args, "consumerGroup"); e != nil {
+		return e
+	}
 	if r.Group == "" {
 		r.Group = queengo.QueueModeGroup
-	} else if e := checkName("consumerGroup", r.Group); e != nil {
-		return e
 	}
 	switch string(args.Peek("subscriptionMode")) {
 	case "all":
@@ -72,18 +69,6 @@ func parseTime(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-func intArg(args *fasthttp.Args, key string, def int) int {
-	v := args.Peek(key)
-	if len(v) == 0 {
-		return def
-	}
-	n, err := strconv.Atoi(string(v))
-	if err != nil {
-		return def
-	}
-	return n
 }
 
 func boolArg(args *fasthttp.Args, key string) bool {
@@ -114,7 +99,15 @@ func (s *Server) handlePopQueue(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handlePopDiscovery(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	r := &queengo.PopRequest{Namespace: string(args.Peek("namespace")), Task: string(args.Peek("task"))}
+	r := &queengo.PopRequest{}
+	var e *apiError
+	if r.Namespace, e = nameParam(args, "namespace"); e == nil {
+		r.Task, e = nameParam(args, "task")
+	}
+	if e != nil {
+		writeError(ctx, *e)
+		return
+	}
 	if r.Namespace == "" && r.Task == "" {
 		writeJSON(ctx, fasthttp.StatusBadRequest, discoveryBody)
 		return
@@ -237,6 +230,10 @@ type watched struct {
 // watch registers the client of a parked pop; the returned channel closes
 // when it hangs up. Call the returned func when the pop is answered.
 func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (<-chan struct{}, func()) {
+	// The request is read; the read timeout's deadline would only make the
+	// peek below fail once it passed, hiding a hang-up for the rest of a
+	// long poll. The server sets a fresh deadline before the next request.
+	_ = ctx.Conn().SetReadDeadline(time.Time{})
 	sc, ok := ctx.Conn().(syscall.Conn)
 	if !ok {
 		return nil, func() {}

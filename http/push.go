@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,9 +12,6 @@ import (
 
 	"github.com/queengo/queengo"
 )
-
-// maxTxIDLen keeps transaction ids well inside PostgreSQL's btree row limit.
-const maxTxIDLen = 1024
 
 // rawPushItem is a push item as the transaction route decodes it.
 type rawPushItem struct {
@@ -172,11 +168,8 @@ func buildItem(p *queengo.PushItem, f *itemFields, arena *[]byte) *apiError {
 	if f.txidK == kindOther {
 		return &errTxIDString
 	}
-	if len(f.txid) > maxTxIDLen {
-		return &errTxIDTooLong
-	}
-	if strings.IndexByte(f.txid, 0) >= 0 {
-		return &errTxIDNUL
+	if e := checkTxID(f.txid); e != nil {
+		return e
 	}
 	p.TransactionID = f.txid
 	if p.TransactionID == "" {
@@ -212,6 +205,9 @@ func buildItem(p *queengo.PushItem, f *itemFields, arena *[]byte) *apiError {
 
 // fillItem validates an item decoded by encoding/json (the transaction route).
 func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
+	if e := textErrors(namedRaw{"queue", ri.Queue}, namedRaw{"partition", ri.Partition}, namedRaw{"transactionId", ri.TransactionID}, namedRaw{"traceId", ri.TraceID}); e != nil {
+		return e
+	}
 	var f itemFields
 	f.queue, f.queueK = rawString(ri.Queue)
 	f.partition, f.partitionK = rawString(ri.Partition)
@@ -222,6 +218,35 @@ func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
 	}
 	arena := make([]byte, 0, len(f.payload)+4)
 	return buildItem(p, &f, &arena)
+}
+
+// textError reports a JSON string field that has no valid UTF-8 form (invalid
+// bytes or a lone surrogate escape), naming the field; nil for anything else.
+func textError(field string, raw json.RawMessage) *apiError {
+	if len(raw) == 0 || raw[0] != '"' {
+		return nil
+	}
+	sc := &scanner{b: raw}
+	if _, err := sc.str(); err != nil && (errors.Is(err, errNotUTF8) || errors.Is(err, errSurrogate)) {
+		return invalidJSON(fieldError(field, err))
+	}
+	return nil
+}
+
+// namedRaw is a JSON field read by encoding/json, with its name.
+type namedRaw struct {
+	name string
+	raw  json.RawMessage
+}
+
+// textErrors is textError over several fields, first failure first.
+func textErrors(fields ...namedRaw) *apiError {
+	for _, f := range fields {
+		if e := textError(f.name, f.raw); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // rawString decodes an optional string field read by encoding/json.
@@ -245,30 +270,14 @@ func jsonString(raw json.RawMessage) (s string, ok, isNull bool) {
 	if raw[0] != '"' {
 		return "", false, false
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	// The scanner, not encoding/json: it refuses invalid UTF-8 and lone
+	// surrogates where encoding/json would substitute U+FFFD.
+	sc := &scanner{b: raw}
+	s, err := sc.str()
+	if err != nil || sc.peek() != 0 {
 		return "", false, false
 	}
 	return s, true, false
-}
-
-// checkName enforces the name rules: 1 to 255 bytes of [A-Za-z0-9_.:-].
-func checkName(what, s string) *apiError {
-	if s == "" {
-		e := badRequest(what + " name must not be empty")
-		return &e
-	}
-	if len(s) > queengo.MaxNameLen {
-		e := badRequest(fmt.Sprintf("%s name must be at most %d bytes", what, queengo.MaxNameLen))
-		return &e
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
-			e := badRequest(fmt.Sprintf("%s name %q may only contain letters, digits and _ . : -", what, s))
-			return &e
-		}
-	}
-	return nil
 }
 
 func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {

@@ -7,6 +7,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"time"
@@ -52,6 +53,11 @@ type Config struct {
 	PopTimeout time.Duration
 	// MaxBodySize caps a request body in bytes.
 	MaxBodySize int
+	// ReadTimeout bounds reading one request, headers and body, from the
+	// moment the connection opens or, on a kept-alive connection, from its
+	// first byte; a connection that never speaks is closed after it too.
+	// A parked long poll has finished reading and is not affected.
+	ReadTimeout time.Duration
 	// Version is reported by /health.
 	Version string
 	Logger  *slog.Logger
@@ -104,13 +110,15 @@ func New(cfg Config, broker Broker, store Store) *Server {
 		ctx.Response.Header.Set("Access-Control-Max-Age", "86400")
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	}
-	r.NotFound = func(ctx *fasthttp.RequestCtx) { writeError(ctx, apiError{fasthttp.StatusNotFound, "route not found"}) }
-	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
-		writeError(ctx, apiError{fasthttp.StatusMethodNotAllowed, "method not allowed"})
-	}
+	// No redirects: a POST client would follow a 308 or fail on it, and a
+	// path that is not a route is a client's mistake (404).
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.NotFound = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errRouteNotFound) }
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errMethodNotAllowed) }
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
-		writeError(ctx, apiError{fasthttp.StatusInternalServerError, "internal error"})
+		writeError(ctx, errInternal)
 	}
 	s.srv = &fasthttp.Server{
 		Handler:               r.Handler,
@@ -118,16 +126,17 @@ func New(cfg Config, broker Broker, store Store) *Server {
 		MaxRequestBodySize:    cfg.MaxBodySize,
 		NoDefaultContentType:  true,
 		NoDefaultServerHeader: true,
-		ReadTimeout:           0,
+		ReadTimeout:           cfg.ReadTimeout,
 		IdleTimeout:           2 * time.Minute,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{log},
+		ErrorHandler:          func(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, serverError(err, cfg.MaxBodySize)) },
 	}
 	return s
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(retryAccept(ln, s.log)) }
 
 // Shutdown stops accepting connections and waits for in-flight requests.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -136,13 +145,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// pathName returns a URL-decoded path parameter that must be a valid name.
-func pathName(ctx *fasthttp.RequestCtx, key string) (string, *apiError) {
-	v, _ := ctx.UserValue(key).(string)
-	if e := checkName(key, v); e != nil {
-		return "", e
+// serverError maps an error met while reading a request, before any route
+// ran, onto the table, so even these answers are JSON.
+func serverError(err error, maxBody int) apiError {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.As(err, &small):
+		return errHeaderTooLarge
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return errBodyTooLarge(maxBody)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return errRequestTimeout
 	}
-	return v, nil
+	return errMalformed
 }
 
 type fasthttpLogger struct{ log *slog.Logger }

@@ -16,7 +16,7 @@ import (
 // per item in input order.
 func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	var out []queengo.AckResult
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
 		out, err = ack(ctx, c, items)
 		return err
@@ -68,7 +68,7 @@ FROM queen.ack($1, $2, $3, $4, $5, $6)`, pgUUIDs(parts), txids, statuses, groups
 // It returns the earliest new expiry (RFC 3339, milliseconds) or, when the
 // lease is not live, an empty expiry and the reason.
 func (s *Store) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error) {
-	err = s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var e, r pgtype.Text
 		if err := c.QueryRow(ctx, `SELECT expires_at, reason FROM queen.extend_lease($1, $2)`, lease, seconds).Scan(&e, &r); err != nil {
 			return err

@@ -19,7 +19,7 @@ import (
 // error wrapping queengo.ErrNotFound.
 func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error) {
 	var out [][]uuid.UUID
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
 		out, err = appendSegments(ctx, c, segs)
 		return err

@@ -20,7 +20,9 @@ const listenerApp = "queengo-listener"
 
 // Listen holds a dedicated connection that LISTENs on NotifyChannel and
 // calls fn with every payload until ctx ends, reconnecting after failures.
-// ready is called each time the LISTEN is in place.
+// ready is called each time the LISTEN is in place. Connecting and the LISTEN
+// are bounded by the request timeout; waiting for notifications is not (a
+// frozen server delays them, and the connection carries on when it thaws).
 func (s *Store) Listen(ctx context.Context, ready func(), fn func(payload string)) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -45,8 +47,15 @@ func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) e
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	_, err = conn.Exec(lctx, "LISTEN "+NotifyChannel)
+	cancel()
+	if err != nil {
 		return err
 	}
 	ready()
@@ -61,7 +70,7 @@ func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) e
 
 // Notify sends the payloads on NotifyChannel in one statement.
 func (s *Store) Notify(ctx context.Context, payloads []string) error {
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		_, err := c.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, NotifyChannel, payloads)
 		return err
 	})
@@ -75,7 +84,7 @@ func (s *Store) Notify(ctx context.Context, payloads []string) error {
 // this process's own included.
 func (s *Store) Listeners(ctx context.Context) (int, error) {
 	var n int
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
 			listenerApp).Scan(&n)
 	})

@@ -32,7 +32,7 @@ func scanQueue(row pgx.Row) (queengo.Queue, error) {
 // (implicit creation by a push or a queue-scoped pop).
 func (s *Store) EnsureQueue(ctx context.Context, name string) (queengo.Queue, error) {
 	var q queengo.Queue
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
 		q, err = ensureQueue(ctx, c, name)
 		return err
@@ -64,7 +64,7 @@ LIMIT 1`, name, ns, task))
 // An empty namespace or task matches any.
 func (s *Store) QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error) {
 	var out []queengo.Queue
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		rows, err := c.Query(ctx, `SELECT `+queueColumns+` FROM queen.queues
 WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR task = $2)
 ORDER BY priority DESC, name`, namespace, task)
@@ -86,7 +86,7 @@ ORDER BY priority DESC, name`, namespace, task)
 func (s *Store) Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {
 	var q queengo.Queue
 	var pid uuid.UUID
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		q, err = scanQueue(tx.QueryRow(ctx, `INSERT INTO queen.queues (name, namespace, task, lease_time, retry_limit,
     retry_delay, priority, max_queue_size, ttl, dead_letter_queue, dlq_after_max_retries, delayed_processing,
@@ -124,7 +124,7 @@ RETURNING `+queueColumns,
 // it does not exist.
 func (s *Store) EnsurePartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
 		pid, err = ensurePartition(ctx, c, queueID, name)
 		return err
@@ -171,7 +171,7 @@ func retryRace(fn func() error) error {
 // wrapping queengo.ErrNotFound.
 func (s *Store) LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, `SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2`, queueID, name).Scan(&pid)
 	})
 	return pid, err
@@ -180,14 +180,14 @@ func (s *Store) LookupPartition(ctx context.Context, queueID uuid.UUID, name str
 // DeleteQueue removes the queue and, through ON DELETE CASCADE, everything
 // under it. It reports whether the queue existed.
 func (s *Store) DeleteQueue(ctx context.Context, name string) (bool, error) {
-	var n int64
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
-		tag, err := c.Exec(ctx, `DELETE FROM queen.queues WHERE name = $1`, name)
-		n = tag.RowsAffected()
-		return err
+	var existed bool
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		// queen.delete_queue never waits for a lock (docs/architecture.md,
+		// "Lock order"); a plain DELETE could close a deadlock cycle.
+		return c.QueryRow(ctx, `SELECT queen.delete_queue($1)`, name).Scan(&existed)
 	})
 	if err != nil {
 		return false, fmt.Errorf("error deleting queue %q: %w", name, err)
 	}
-	return n > 0, nil
+	return existed, nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -34,6 +36,13 @@ type Config struct {
 	// StatementTimeout is set as statement_timeout on every connection; a
 	// statement past it fails with queengo.ErrTimeout. Zero disables it.
 	StatementTimeout time.Duration
+	// RequestTimeout bounds the database work of every Store method
+	// (except Migrate and Listen): the wait for a connection and every
+	// statement. It is enforced on the client (a frozen or unreachable
+	// server never fires statement_timeout): past it the method fails with
+	// queengo.ErrTimeout. Zero means queengo.DefaultRequestTimeout. It is
+	// also the connect timeout when the URL sets none.
+	RequestTimeout time.Duration
 	// Logger receives the store's own log lines.
 	Logger *slog.Logger
 }
@@ -56,6 +65,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.MaxConns = int32(cfg.PoolSize)
 	}
 	pcfg.MinConns = 0
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = queengo.DefaultRequestTimeout
+	}
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		// A server that accepts the TCP connection and then says nothing
+		// (stopped, or behind a hung proxy) would otherwise hold the pool
+		// slot of the connection being opened until it wakes up.
+		pcfg.ConnConfig.ConnectTimeout = cfg.RequestTimeout
+	}
+	// When a statement's context ends, ask the server to cancel it (so a
+	// live but slow server stops the work and the connection survives) and
+	// give up on the connection cancelGrace later (a frozen server never
+	// answers; pgx then closes the connection and the pool replaces it).
+	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
 	pcfg.MaxConnIdleTime = 5 * time.Minute
 	if cfg.StatementTimeout > 0 {
 		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
@@ -79,6 +104,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return &Store{pool: pool, cfg: cfg, log: log}, nil
 }
 
+// cancelGrace is how long a statement whose context ended waits for the
+// server to acknowledge its cancel request before the connection is dropped.
+const cancelGrace = 250 * time.Millisecond
+
 func isLoopback(host string) bool {
 	if strings.HasPrefix(host, "/") || host == "localhost" {
 		return true
@@ -92,7 +121,7 @@ func (s *Store) Close() { s.pool.Close() }
 
 // Ping runs SELECT 1.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.withConn(ctx, func(c *pgxpool.Conn) error {
+	return s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var one int
 		return c.QueryRow(ctx, "SELECT 1").Scan(&one)
 	})
@@ -104,35 +133,82 @@ func (s *Store) PoolStats() (total, idle, acquired int32) {
 	return st.TotalConns(), st.IdleConns(), st.AcquiredConns()
 }
 
-// withConn runs fn on a pooled connection acquired within AcquireTimeout.
-func (s *Store) withConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	return s.withConnWait(ctx, s.cfg.AcquireTimeout, fn)
+// withConn runs fn on a pooled connection acquired within AcquireTimeout,
+// under the request deadline (see bound): fn must use the context it is
+// given.
+func (s *Store) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.withConnWait(ctx, s.cfg.AcquireTimeout, func(c *pgxpool.Conn) error { return fn(ctx, c) })
+}
+
+// bound returns the context an operation's database work runs under: it ends
+// at the request deadline, RequestTimeout from now or ctx's own deadline when
+// earlier, and carries nothing else of ctx, neither its values nor its
+// cancellation. The pool keeps the context of an acquire that opens a new
+// connection until that connection is open, past the call, and the handlers'
+// context (fasthttp's RequestCtx) is recycled once its request is answered:
+// reading its values then races with the next request. A caller's
+// cancellation (a shutdown) lets the statements in flight finish, within the
+// deadline: a push being committed hears its outcome.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(s.cfg.RequestTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	return context.WithDeadline(context.Background(), d)
 }
 
 // withConnWait runs fn on a pooled connection acquired within wait (0: as
-// long as ctx allows).
+// long as ctx allows). A failure after ctx's deadline passed is
+// queengo.ErrTimeout, whatever the driver made of it; a wait for a connection
+// that ran out before ctx did is queengo.ErrPool.
 func (s *Store) withConnWait(ctx context.Context, wait time.Duration, fn func(*pgxpool.Conn) error) error {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		actx, cancel = context.WithTimeout(ctx, wait)
 	}
 	c, err := s.pool.Acquire(actx)
+	// Read before cancel, which would set it in any case.
+	waitedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil) {
+		if ctx.Err() == nil && waitedOut {
 			return fmt.Errorf("%w: %v", queengo.ErrPool, err)
 		}
-		return translate(err)
+		// The server refused or dropped a new connection (ErrUnavailable),
+		// or the request deadline passed first (ErrTimeout).
+		return translateCtx(ctx, err)
 	}
 	defer c.Release()
-	return translate(fn(c))
+	return translateCtx(ctx, fn(c))
 }
 
-// withTx runs fn inside a transaction on a pooled connection.
-func (s *Store) withTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.withConn(ctx, func(c *pgxpool.Conn) error {
-		return pgx.BeginFunc(ctx, c, fn)
+// withTx runs fn inside a transaction on a pooled connection, under the
+// request deadline.
+func (s *Store) withTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	return s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { return fn(ctx, tx) })
 	})
+}
+
+// translateCtx is translate for an operation that ran under ctx: once ctx
+// ended, the failure is its deadline's (the driver reports it as a closed
+// connection, an i/o timeout or a cancelled query, depending on timing).
+func translateCtx(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.DeadlineExceeded):
+		if errors.Is(err, queengo.ErrTimeout) {
+			return err
+		}
+		return fmt.Errorf("%w: request deadline passed: %v", queengo.ErrTimeout, err)
+	case cerr != nil:
+		return fmt.Errorf("%w: %v", cerr, err)
+	}
+	return translate(err)
 }
 
 // SQLSTATEs the store translates; QG404 is raised by the broker's own functions.
@@ -140,6 +216,14 @@ const (
 	codeNotFound      = "QG404"
 	codeQueryCanceled = "57014"
 	codeForeignKey    = "23503"
+	// Class 08 (connection exception), and the server going away or not
+	// yet accepting connections, or out of connection slots.
+	classConnection     = "08"
+	codeAdminShutdown   = "57P01"
+	codeCrashShutdown   = "57P02"
+	codeCannotConnect   = "57P03"
+	codeTooManyConns    = "53300"
+	codeTooManyConnsUsr = "53400"
 )
 
 // translate maps driver errors onto queengo's sentinels, keeping the original
@@ -158,9 +242,34 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %v", queengo.ErrTimeout, err)
 		case codeNotFound, codeForeignKey:
 			return fmt.Errorf("%w: %v", queengo.ErrNotFound, err)
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnect, codeTooManyConns, codeTooManyConnsUsr:
+			return fmt.Errorf("%w: %v", queengo.ErrUnavailable, err)
 		}
+		if strings.HasPrefix(pgErr.Code, classConnection) {
+			return fmt.Errorf("%w: %v", queengo.ErrUnavailable, err)
+		}
+		return err
+	}
+	if connectionLost(err) {
+		return fmt.Errorf("%w: %v", queengo.ErrUnavailable, err)
 	}
 	return err
+}
+
+// connectionLost reports whether err says the server could not be reached or
+// the connection broke: a failed connect, a network error, an unexpected end
+// of stream, or a connection pgx had already closed.
+func connectionLost(err error) bool {
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return true
+	}
+	// Nothing reached the server: the connection was unusable (closed, or
+	// broken by an earlier failure) before the statement was sent.
+	return pgconn.SafeToRetry(err)
 }
 
 // pgUUIDs converts ids for pgx: uuid.UUID is a driver.Valuer, which pgx

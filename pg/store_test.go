@@ -2,6 +2,7 @@ package pg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
@@ -114,5 +116,115 @@ func TestAppendAndClaim(t *testing.T) {
 	res, err = s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
 	if err != nil || len(res[0].Messages) != 0 {
 		t.Fatalf("leased partition claimed twice: %+v %v", res, err)
+	}
+}
+
+// TestClaim_OneFailingClaimLeavesTheRoundServed (issue 8, defect 3): the
+// claims of one round share one pipelined implicit transaction, which a
+// failing claim rolls back as a whole. Only the failing claim reports an
+// error; the others are served exactly what they would have been served
+// alone: nothing is claimed twice (a rolled-back claim re-run finds its
+// partition free), nothing is lost.
+func TestClaim_OneFailingClaimLeavesTheRoundServed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	for _, tc := range []struct {
+		name string
+		bad  func(p *queengo.ClaimParams)
+	}{
+		// Caught by the driver before anything is sent.
+		{"encode", func(p *queengo.ClaimParams) { p.LeaseSeconds = 1 << 31 }},
+		// Rejected by PostgreSQL in the middle of the pipeline.
+		{"server", func(p *queengo.ClaimParams) { p.Group = "bad\x00group" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := s.EnsureQueue(ctx, "pgtest.round-"+tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := s.EnsurePartition(ctx, q.ID, "p1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a-" + tc.name), frame("b-" + tc.name)}}}); err != nil {
+				t.Fatal(err)
+			}
+			claim := func(group string) queengo.ClaimParams {
+				return queengo.ClaimParams{QueueIDs: []uuid.UUID{q.ID}, Group: group, Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}
+			}
+			round := []queengo.ClaimParams{claim("g1"), claim("g2"), claim("g3"), claim("g4")}
+			tc.bad(&round[2])
+			res, err := s.Claim(ctx, round)
+			if err != nil {
+				t.Fatalf("the round failed as a whole: %v", err)
+			}
+			for i, r := range res {
+				if i == 2 {
+					if r.Err == nil {
+						t.Fatalf("the failing claim reported no error: %+v", r)
+					}
+					continue
+				}
+				if r.Err != nil || len(r.Messages) != 2 || r.Taken != 2 {
+					t.Fatalf("claim %d of the round: %d messages, err %v; want both messages", i, len(r.Messages), r.Err)
+				}
+			}
+			// Each good group holds exactly one lease, its own: a second
+			// claim of the group finds nothing.
+			for _, g := range []string{"g1", "g2", "g4"} {
+				again, err := s.Claim(ctx, []queengo.ClaimParams{claim(g)})
+				if err != nil || again[0].Err != nil || len(again[0].Messages) != 0 {
+					t.Fatalf("group %s claimed again: %+v %v", g, again, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRequestTimeout_BoundsAStatement (issue 8, defect 4): a statement that
+// cannot finish (here: it waits for a row lock another session holds) fails
+// with queengo.ErrTimeout at the request deadline, and the store serves the
+// next statement.
+func TestRequestTimeout_BoundsAStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const rt = 300 * time.Millisecond
+	s, err := pg.Open(ctx, pg.Config{URL: testURL, PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureQueue(ctx, "pgtest.locked"); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := pgx.Connect(ctx, testURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.queues WHERE name = 'pgtest.locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = s.DeleteQueue(ctx, "pgtest.locked")
+	if el := time.Since(start); !errors.Is(err, queengo.ErrTimeout) || el > rt+2*time.Second {
+		t.Fatalf("delete of a locked queue: %v after %v, want ErrTimeout after about %v", err, el, rt)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := s.DeleteQueue(ctx, "pgtest.locked"); err != nil || !existed {
+		t.Fatalf("delete after the lock was released: %v %v", existed, err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

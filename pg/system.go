@@ -13,7 +13,7 @@ const popMaintenanceKey = "pop_maintenance_mode"
 // PopMaintenance reports whether pop maintenance is on.
 func (s *Store) PopMaintenance(ctx context.Context) (bool, error) {
 	var on bool
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, `SELECT coalesce((SELECT (value->>'enabled')::boolean FROM queen.system_state WHERE key = $1), false)`,
 			popMaintenanceKey).Scan(&on)
 	})
@@ -26,7 +26,7 @@ func (s *Store) PopMaintenance(ctx context.Context) (bool, error) {
 // SetPopMaintenance switches pop maintenance on or off for every broker
 // process on this database.
 func (s *Store) SetPopMaintenance(ctx context.Context, on bool) error {
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		_, err := c.Exec(ctx, `INSERT INTO queen.system_state (key, value) VALUES ($1, jsonb_build_object('enabled', $2::boolean))
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, popMaintenanceKey, on)
 		return err
@@ -40,7 +40,7 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, pop
 // TimeZone reports the session time zone PostgreSQL formats createdAt in.
 func (s *Store) TimeZone(ctx context.Context) (string, error) {
 	var tz string
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, "SHOW timezone").Scan(&tz)
 	})
 	return tz, err

@@ -17,7 +17,7 @@ import (
 // that fails aborts it with an error wrapping queengo.ErrConflict.
 func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {
 	out := make([]queengo.TxResult, len(ops))
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// Pushes: one segment per partition, in operation order.
 		queues := map[string]queengo.Queue{}
 		parts := map[[2]string]int{}
@@ -122,7 +122,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 	if f.To != nil {
 		to = *f.To
 	}
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		rows, err := c.Query(ctx, `SELECT d.id, d.frame, d.partition_id, p.name, q.name, d.consumer_group,
        coalesce(d.error_message, ''), d.retry_count,
        to_char(d.original_created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -175,7 +175,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 func (s *Store) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
 	var d queengo.DeadLetter
 	var nf queengo.Frame
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var frame []byte
 		if err := tx.QueryRow(ctx, `DELETE FROM queen.dead_letters d USING queen.partitions p, queen.queues q
  WHERE d.id = $1 AND p.id = d.partition_id AND q.id = p.queue_id
@@ -201,7 +201,7 @@ RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group`, id).Scan(&
 // DeleteDeadLetter removes a dead letter; it reports whether it existed.
 func (s *Store) DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error) {
 	var n int64
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		tag, err := c.Exec(ctx, `DELETE FROM queen.dead_letters WHERE id = $1`, id)
 		n = tag.RowsAffected()
 		return err
@@ -216,7 +216,7 @@ func (s *Store) DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error
 // wrapping queengo.ErrNotFound.
 func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error) {
 	var m queengo.MessageInfo
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var off int64
 		var frame []byte
 		var qid uuid.UUID
@@ -274,7 +274,7 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 // wrote.
 func (s *Store) SetSubscription(ctx context.Context, group string, ts time.Time) (int, error) {
 	var n int64
-	err := s.withConn(ctx, func(c *pgxpool.Conn) error {
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		tag, err := c.Exec(ctx, `INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, from_ts)
 SELECT q.queue_id, $1, 'timestamp', $2 FROM (
     SELECT queue_id FROM queen.subscriptions WHERE consumer_group = $1

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queengo/queengo"
 )
 
 // Defaults, named after the environment variables that override them.
@@ -37,6 +39,12 @@ const (
 	StatementTimeoutDefault = 30 * time.Second
 	// ShutdownTimeoutDefault bounds graceful shutdown.
 	ShutdownTimeoutDefault = 30 * time.Second
+	// RequestTimeoutDefault bounds the database work of one request: well
+	// under a client's patience, well over a healthy statement's time.
+	RequestTimeoutDefault = queengo.DefaultRequestTimeout
+	// ReadTimeoutDefault bounds reading one request, headers and body, and
+	// the wait for the first byte of a new connection (docs/operations.md).
+	ReadTimeoutDefault = 30 * time.Second
 )
 
 // Config is everything the broker process is started with.
@@ -53,7 +61,14 @@ type Config struct {
 	PopWaitMultiplier  float64
 	PopWaitMax         time.Duration
 	ShutdownTimeout    time.Duration
-	LogLevel           slog.Level
+	// RequestTimeout bounds the database work of one request (connection
+	// wait and statements), enforced by the client: a frozen server never
+	// fires statement_timeout. A long poll's wait is not bounded by it.
+	RequestTimeout time.Duration
+	// ReadTimeout bounds reading a request (headers and body) and a new
+	// connection's silence; a parked long poll is not affected.
+	ReadTimeout time.Duration
+	LogLevel    slog.Level
 	// PprofAddr, when set, serves net/http/pprof there (for benchmarks).
 	PprofAddr string
 }
@@ -73,7 +88,9 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		PoolAcquireTimeout: PoolAcquireTimeoutDefault, StatementTimeout: StatementTimeoutDefault,
 		PopTimeout: PopTimeoutDefault, PopWaitInitial: PopWaitInitialDefault,
 		PopWaitThreshold: PopWaitThresholdDefault, PopWaitMultiplier: PopWaitMultiplierDefault,
-		PopWaitMax: PopWaitMaxDefault, ShutdownTimeout: ShutdownTimeoutDefault, LogLevel: slog.LevelInfo,
+		PopWaitMax: PopWaitMaxDefault, ShutdownTimeout: ShutdownTimeoutDefault, ReadTimeout: ReadTimeoutDefault,
+		RequestTimeout: RequestTimeoutDefault,
+		LogLevel:       slog.LevelInfo,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -86,6 +103,10 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	e.int("DB_POOL_SIZE", &c.PoolSize)
 	e.millis("DB_POOL_ACQUIRE_TIMEOUT_MS", &c.PoolAcquireTimeout)
+	// DB_STATEMENT_TIMEOUT is the reference server's name, in milliseconds
+	// too; DB_STATEMENT_TIMEOUT_MS, the more specific, wins when both are
+	// set. Both are validated.
+	e.millis("DB_STATEMENT_TIMEOUT", &c.StatementTimeout)
 	e.millis("DB_STATEMENT_TIMEOUT_MS", &c.StatementTimeout)
 	// DEFAULT_TIMEOUT wins over POP_DEFAULT_TIMEOUT_MS when both are set.
 	if getenv("DEFAULT_TIMEOUT") != "" {
@@ -98,10 +119,14 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.float("POP_WAIT_BACKOFF_MULTIPLIER", &c.PopWaitMultiplier)
 	e.millis("POP_WAIT_MAX_INTERVAL_MS", &c.PopWaitMax)
 	e.millis("SHUTDOWN_TIMEOUT_MS", &c.ShutdownTimeout)
+	e.millis("HTTP_READ_TIMEOUT_MS", &c.ReadTimeout)
+	e.millis("DB_REQUEST_TIMEOUT_MS", &c.RequestTimeout)
 	c.PprofAddr = getenv("PPROF_ADDR")
 	if v := getenv("LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			e.fail("LOG_LEVEL", v, "want debug, info, warn or error")
+		if l, err := parseLevel(v); err != nil {
+			e.fail("LOG_LEVEL", v, logLevelWant)
+		} else {
+			c.LogLevel = l
 		}
 	}
 	if e.err != nil {
@@ -114,17 +139,21 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB)")
 	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "maximum PostgreSQL connections (env DB_POOL_SIZE)")
 	fs.DurationVar(&c.PoolAcquireTimeout, "pool-acquire-timeout", c.PoolAcquireTimeout, "wait for a pooled connection (env DB_POOL_ACQUIRE_TIMEOUT_MS)")
-	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS)")
+	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS, else DB_STATEMENT_TIMEOUT)")
 	fs.DurationVar(&c.PopTimeout, "pop-timeout", c.PopTimeout, "default long-poll timeout (env DEFAULT_TIMEOUT, else POP_DEFAULT_TIMEOUT_MS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown bound (env SHUTDOWN_TIMEOUT_MS)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound of one request's database work (env DB_REQUEST_TIMEOUT_MS)")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "bound of reading a request's headers and body, and of a new connection's silence (env HTTP_READ_TIMEOUT_MS)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (env PPROF_ADDR)")
-	level := fs.String("log-level", c.LogLevel.String(), "debug, info, warn or error (env LOG_LEVEL)")
+	level := fs.String("log-level", strings.ToLower(c.LogLevel.String()), "trace (same as debug), debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, &configError{"-log-level", *level, "want debug, info, warn or error"}
+	l, err := parseLevel(*level)
+	if err != nil {
+		return nil, &configError{"-log-level", *level, logLevelWant}
 	}
+	c.LogLevel = l
 	if fs.NArg() > 0 && fs.Arg(0) != "migrate" {
 		return nil, fmt.Errorf("unknown command %q (want no command, or migrate)", fs.Arg(0))
 	}
@@ -142,6 +171,10 @@ func (c *Config) validate() error {
 		return &configError{"DB_POOL_ACQUIRE_TIMEOUT_MS", c.PoolAcquireTimeout.String(), "want more than 0"}
 	case c.StatementTimeout < 0:
 		return &configError{"DB_STATEMENT_TIMEOUT_MS", c.StatementTimeout.String(), "want 0 (off) or more"}
+	case c.RequestTimeout <= 0:
+		return &configError{"DB_REQUEST_TIMEOUT_MS", c.RequestTimeout.String(), "want more than 0"}
+	case c.ReadTimeout <= 0:
+		return &configError{"HTTP_READ_TIMEOUT_MS", c.ReadTimeout.String(), "want more than 0"}
 	case c.PopTimeout < 0:
 		return &configError{"DEFAULT_TIMEOUT", c.PopTimeout.String(), "want 0 or more"}
 	case c.PopWaitInitial <= 0:
@@ -156,6 +189,20 @@ func (c *Config) validate() error {
 		return &configError{"DATABASE_URL", "", "required"}
 	}
 	return nil
+}
+
+const logLevelWant = "want trace, debug, info, warn or error"
+
+// parseLevel reads a log level: slog's names (any case), and trace, the
+// reference server's most verbose level, which is debug here.
+func parseLevel(v string) (slog.Level, error) {
+	v = strings.TrimSpace(v)
+	if strings.EqualFold(v, "trace") {
+		return slog.LevelDebug, nil
+	}
+	var l slog.Level
+	err := l.UnmarshalText([]byte(v))
+	return l, err
 }
 
 // urlFromParts builds a URL from PG_HOST, PG_PORT, PG_USER, PG_PASSWORD and

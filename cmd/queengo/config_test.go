@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,126 @@ func TestConfig_InvalidValueNamesVariable(t *testing.T) {
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)
+		}
+	}
+}
+
+// TestConfig_ReadTimeout: HTTP_READ_TIMEOUT_MS, overridden by -read-timeout,
+// default 30 s; it must be more than 0.
+func TestConfig_ReadTimeout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, map[string]string{}, 30 * time.Second},
+		{nil, map[string]string{"HTTP_READ_TIMEOUT_MS": "1500"}, 1500 * time.Millisecond},
+		{[]string{"-read-timeout", "2s"}, map[string]string{"HTTP_READ_TIMEOUT_MS": "1500"}, 2 * time.Second},
+		{[]string{"-read-timeout", "250ms"}, map[string]string{}, 250 * time.Millisecond},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env))
+		if err != nil {
+			t.Fatalf("%v %v: %v", c.args, c.env, err)
+		}
+		if cfg.ReadTimeout != c.want {
+			t.Errorf("%v %v: read timeout %v, want %v", c.args, c.env, cfg.ReadTimeout, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{nil, map[string]string{"HTTP_READ_TIMEOUT_MS": "0"}},
+		{nil, map[string]string{"HTTP_READ_TIMEOUT_MS": "-5"}},
+		{nil, map[string]string{"HTTP_READ_TIMEOUT_MS": "1s"}},
+		{[]string{"-read-timeout", "0"}, map[string]string{}},
+		{[]string{"-read-timeout", "-1s"}, map[string]string{}},
+	} {
+		_, err := loadConfig(c.args, env(c.env))
+		var ce *configError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "HTTP_READ_TIMEOUT_MS") {
+			t.Errorf("%v %v: error %v, want one naming HTTP_READ_TIMEOUT_MS", c.args, c.env, err)
+		}
+	}
+}
+
+// TestConfig_StatementTimeoutAlias: DB_STATEMENT_TIMEOUT, the reference
+// server's name, is read too (milliseconds); DB_STATEMENT_TIMEOUT_MS wins when
+// both are set, the flag over both; an invalid value of either is an error.
+func TestConfig_StatementTimeoutAlias(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, map[string]string{}, 30 * time.Second},
+		{nil, map[string]string{"DB_STATEMENT_TIMEOUT": "1200"}, 1200 * time.Millisecond},
+		{nil, map[string]string{"DB_STATEMENT_TIMEOUT_MS": "700"}, 700 * time.Millisecond},
+		{nil, map[string]string{"DB_STATEMENT_TIMEOUT": "1200", "DB_STATEMENT_TIMEOUT_MS": "700"}, 700 * time.Millisecond},
+		{nil, map[string]string{"DB_STATEMENT_TIMEOUT": "0"}, 0},
+		{[]string{"-statement-timeout", "3s"}, map[string]string{"DB_STATEMENT_TIMEOUT": "1200", "DB_STATEMENT_TIMEOUT_MS": "700"}, 3 * time.Second},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env))
+		if err != nil {
+			t.Fatalf("%v %v: %v", c.args, c.env, err)
+		}
+		if cfg.StatementTimeout != c.want {
+			t.Errorf("%v %v: statement timeout %v, want %v", c.args, c.env, cfg.StatementTimeout, c.want)
+		}
+	}
+	for _, e := range []map[string]string{
+		{"DB_STATEMENT_TIMEOUT": "30s"},
+		{"DB_STATEMENT_TIMEOUT": "-1"},
+		{"DB_STATEMENT_TIMEOUT": "abc", "DB_STATEMENT_TIMEOUT_MS": "700"},
+	} {
+		_, err := loadConfig(nil, env(e))
+		var ce *configError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "DB_STATEMENT_TIMEOUT=") {
+			t.Errorf("%v: error %v, want one naming DB_STATEMENT_TIMEOUT", e, err)
+		}
+	}
+}
+
+// TestConfig_LogLevelTrace: trace, the reference server's most verbose
+// level, starts the broker at debug (variable and flag, any case); a level
+// that is no level at all still stops it.
+func TestConfig_LogLevelTrace(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want slog.Level
+	}{
+		{nil, map[string]string{"LOG_LEVEL": "trace"}, slog.LevelDebug},
+		{nil, map[string]string{"LOG_LEVEL": "TRACE"}, slog.LevelDebug},
+		{nil, map[string]string{"LOG_LEVEL": "warn"}, slog.LevelWarn},
+		{[]string{"-log-level", "trace"}, map[string]string{"LOG_LEVEL": "error"}, slog.LevelDebug},
+		{[]string{"-log-level", "ERROR"}, map[string]string{"LOG_LEVEL": "trace"}, slog.LevelError},
+		{nil, map[string]string{}, slog.LevelInfo},
+	} {
+		cfg, err := loadConfig(c.args, env(c.env))
+		if err != nil {
+			t.Fatalf("%v %v: %v", c.args, c.env, err)
+		}
+		if cfg.LogLevel != c.want {
+			t.Errorf("%v %v: level %v, want %v", c.args, c.env, cfg.LogLevel, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		name string
+	}{
+		{nil, map[string]string{"LOG_LEVEL": "tracing"}, "LOG_LEVEL"},
+		{nil, map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
+		{[]string{"-log-level", "loud"}, map[string]string{}, "-log-level"},
+	} {
+		_, err := loadConfig(c.args, env(c.env))
+		var ce *configError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), "trace") {
+			t.Errorf("%v %v: error %v, want one naming %s and listing trace", c.args, c.env, err, c.name)
 		}
 	}
 }

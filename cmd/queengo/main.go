@@ -49,7 +49,8 @@ func main() {
 func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	ctx := context.Background()
 	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
-		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log})
+		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log,
+		RequestTimeout: cfg.RequestTimeout})
 	if err != nil {
 		return err
 	}
@@ -75,8 +76,9 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	broker := actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
-	}})
-	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, Version: version, Logger: log}, broker, store)
+	}, RequestTimeout: cfg.RequestTimeout})
+	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log},
+		broker, store)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("error listening: %w", err)

@@ -115,14 +115,55 @@ func Start(t testing.TB, env ...string) *Server {
 	return s
 }
 
+// StartOpts are the rarer options of StartWith.
+type StartOpts struct {
+	// DatabaseURL is the database to run against; empty: the package's.
+	DatabaseURL string
+	// Env adds or overrides environment variables (KEY=value), as in Start.
+	Env []string
+	// NoFile, when more than 0, runs the broker with this limit on open
+	// file descriptors (RLIMIT_NOFILE, soft and hard, so that the Go
+	// runtime cannot raise it), set by /bin/sh's ulimit before it execs
+	// the broker.
+	NoFile int
+}
+
+// StartWith is Start with options; the server stops at the end of the test.
+func StartWith(t testing.TB, o StartOpts) *Server {
+	t.Helper()
+	if o.DatabaseURL == "" {
+		o.DatabaseURL = DB.URL
+	}
+	s, err := start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("broker log:\n%s", s.Logs())
+		}
+	})
+	return s
+}
+
 // StartURL runs a broker against the given database URL and waits until its
 // port answers.
 func StartURL(dbURL string, env ...string) (*Server, error) {
+	return start(StartOpts{DatabaseURL: dbURL, Env: env})
+}
+
+func start(o StartOpts) (*Server, error) {
+	dbURL, env := o.DatabaseURL, o.Env
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(binary)
+	if o.NoFile > 0 {
+		// sh execs the broker, so the process (and its pid) is the broker's.
+		cmd = exec.Command("/bin/sh", "-c", `ulimit -n "$1" && shift && exec "$0" "$@"`, binary, strconv.Itoa(o.NoFile))
+	}
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "PORT="+strconv.Itoa(port), "HOST=127.0.0.1",
 		"DB_POOL_SIZE=6", "LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, env...)

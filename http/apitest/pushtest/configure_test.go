@@ -342,8 +342,8 @@ func TestQ4_ConfigureBadInput(t *testing.T) {
 		{"no queue", `{"options":{}}`, "queue is required", false},
 		{"queue null", `{"queue":null}`, "queue is required", false},
 		{"queue number", `{"queue":5}`, "queue is required", false},
-		{"queue with space", `{"queue":"a b"}`, "", false},
-		{"queue with slash", `{"queue":"a/b"}`, "", false},
+		{"queue with a tab", `{"queue":"a\tb"}`, "", false},
+		{"queue with NUL", `{"queue":"a\u0000b"}`, "", false},
 		{"queue too long", `{"queue":"` + strings.Repeat("q", 256) + `"}`, "", false},
 		{"leaseTime not a number", `{"queue":"` + q + `","options":{"leaseTime":"abc"}}`, "", false},
 		{"retryLimit negative", `{"queue":"` + q + `","options":{"retryLimit":-1}}`, "", false},
@@ -355,7 +355,7 @@ func TestQ4_ConfigureBadInput(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if n := counts(t, q, "a b", "a/b", strings.Repeat("q", 256)); n != (dbCounts{}) {
+		if n := counts(t, q, "a\tb", strings.Repeat("q", 256)); n != (dbCounts{}) {
 			t.Errorf("a rejected configure wrote %+v", n)
 		}
 	})

@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/queengo/queengo/http/apitest"
@@ -197,97 +194,6 @@ encryption_enabled FROM queen.queues WHERE name = $1`, []any{name},
 		t.Fatalf("reading queen.queues row of %q: %v", name, err)
 	}
 	return r
-}
-
-// tcpProxy forwards connections to a backend address until Close, which also
-// cuts every connection it carries.
-type tcpProxy struct {
-	ln      net.Listener
-	backend string
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closed  bool
-}
-
-func startProxy(t testing.TB, listenAddr, backend string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", listenAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, backend: backend, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *tcpProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c) {
-			return
-		}
-		go func() {
-			b, err := net.Dial("tcp", p.backend)
-			if err != nil {
-				c.Close()
-				return
-			}
-			if !p.track(b) {
-				c.Close()
-				return
-			}
-			go func() { _, _ = io.Copy(b, c); b.Close(); c.Close() }()
-			_, _ = io.Copy(c, b)
-			b.Close()
-			c.Close()
-		}()
-	}
-}
-
-// Close stops listening and cuts every connection.
-func (p *tcpProxy) Close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closed = true
-	p.ln.Close()
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// proxiedURL returns apitest.DB.URL with its host:port replaced.
-func proxiedURL(t testing.TB, hostport string) (dbURL, backend string) {
-	t.Helper()
-	u, err := url.Parse(apitest.DB.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend = u.Host
-	if u.Port() == "" {
-		backend = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	u.Host = hostport
-	return u.String(), backend
 }
 
 // brokerBinary finds the broker binary apitest built: the executable of a

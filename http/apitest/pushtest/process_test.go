@@ -49,10 +49,7 @@ func TestHealth_DatabaseUnreachable(t *testing.T) {
 	for _, pool := range []string{"6", "1"} {
 		t.Run("DB_POOL_SIZE="+pool, func(t *testing.T) {
 			t.Parallel()
-			_, backend := proxiedURL(t, "127.0.0.1:0")
-			p := startProxy(t, "127.0.0.1:0", backend)
-			addr := p.Addr()
-			dbURL, _ := proxiedURL(t, addr)
+			p, dbURL := apitest.StartDBProxy(t, apitest.DB.URL)
 			s := apitest.Start(t, "DATABASE_URL="+dbURL, "DB_POOL_SIZE="+pool, "DB_POOL_ACQUIRE_TIMEOUT_MS=1000")
 			if code, m := health(t, s); code != 200 || m["status"] != "healthy" || m["database"] != "connected" {
 				t.Fatalf("/health through the proxy: %d %v", code, m)
@@ -60,7 +57,7 @@ func TestHealth_DatabaseUnreachable(t *testing.T) {
 			q := apitest.Unique(t, "health")
 			s.Push(t, apitest.PushItem{Queue: q, Payload: 1})
 
-			p.Close()
+			p.Cut()
 			var code int
 			var m map[string]any
 			deadline := time.Now().Add(10 * time.Second)
@@ -82,7 +79,7 @@ func TestHealth_DatabaseUnreachable(t *testing.T) {
 			}
 
 			// The database comes back on the same address.
-			startProxy(t, addr, backend)
+			p.Restore()
 			deadline = time.Now().Add(10 * time.Second)
 			for time.Now().Before(deadline) {
 				if code, m = health(t, s); code == 200 {

@@ -23,7 +23,9 @@ func TestU1_PushBadInputRejectedAndNothingWritten(t *testing.T) {
 	}
 	long := strings.Repeat("q", 256)
 	longUnicode := strings.Repeat("é", 128) // 256 bytes
-	badNames := []string{"a b", "a/b", "é", "naïve", "a\tb", "a#b", "a%20b", "a*b", `a"b`, "a\\b", long, longUnicode}
+	// NUL is refused too, but PostgreSQL cannot take it in the counting
+	// query; the edgetest package covers it.
+	badNames := []string{"a\tb", "a\nb", "a\x7fb", "a\u0085b", long, longUnicode}
 
 	type tc struct {
 		name, body, msg string
@@ -75,7 +77,7 @@ func TestU1_PushBadInputRejectedAndNothingWritten(t *testing.T) {
 		// A bad item anywhere rejects the whole batch.
 		{"bad item last", `{"items":[{"queue":"F","payload":1},{"queue":"E","payload":2},{"queue":5}]}`, "Queue must be a string", false},
 		{"bad item first", `{"items":[{"queue":"F","traceId":"nope"},{"queue":"E","payload":2},{"queue":"F"}]}`, "", false},
-		{"bad name in the middle", `{"items":[{"queue":"E"},{"queue":"F","partition":"a b"},{"queue":"F"}]}`, "", false},
+		{"bad name in the middle", `{"items":[{"queue":"E"},{"queue":"F","partition":"a\tb"},{"queue":"F"}]}`, "", false},
 		{"non-object in the middle", `{"items":[{"queue":"E"},7,{"queue":"F"}]}`, "", false},
 		{"bad transactionId after good", `{"items":[{"queue":"F","transactionId":"ok"},{"queue":"E","transactionId":{}}]}`, "TransactionId must be a string", false},
 	}
@@ -158,12 +160,12 @@ func short(s string) string {
 	return s
 }
 
-// Path names follow the same rules: a DELETE naming a queue outside
-// [A-Za-z0-9_.:-] (URL-decoded) or over 255 bytes is a 400.
+// Path names follow the same rules: a DELETE naming a queue with a control
+// character, invalid UTF-8 or over 255 bytes (URL-decoded) is a 400.
 func TestNames_BadPathName(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	for _, p := range []string{"a%20b", "%C3%A9", "a%2Fb", strings.Repeat("q", 256)} {
+	for _, p := range []string{"a%09b", "a%00b", "%FF", "a%C2%85b", strings.Repeat("q", 256)} {
 		r := s.Delete(t, "/api/v1/resources/queues/"+p)
 		wantErrorBody(t, r, 400, "", false)
 	}

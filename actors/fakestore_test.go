@@ -1,0 +1,181 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// fakeStore is an in-memory Store for the actor tests. Each method answers
+// from its hook when the test set one, else with a harmless default. Appends
+// dedupe by transaction id across calls, as queen.append_segments does.
+type fakeStore struct {
+	queue queengo.Queue
+
+	claim  func(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
+	append func(ctx context.Context, segs []queengo.Segment) error
+	lookup func(ctx context.Context, name string) (uuid.UUID, error)
+
+	mu     sync.Mutex
+	rounds [][]queengo.ClaimParams // every Claim call, in order
+	stored map[string]uuid.UUID    // transaction id -> message id
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{
+		queue:  queengo.Queue{ID: uuid.New(), Name: "q", Namespace: "ns", Options: queengo.QueueOptions{LeaseTime: 60}},
+		stored: map[string]uuid.UUID{},
+	}
+}
+
+func (f *fakeStore) EnsureQueue(context.Context, string) (queengo.Queue, error) { return f.queue, nil }
+
+func (f *fakeStore) QueuesInScope(context.Context, string, string) ([]queengo.Queue, error) {
+	return []queengo.Queue{f.queue}, nil
+}
+
+func (f *fakeStore) EnsurePartition(_ context.Context, _ uuid.UUID, name string) (uuid.UUID, error) {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)), nil
+}
+
+func (f *fakeStore) LookupPartition(ctx context.Context, _ uuid.UUID, name string) (uuid.UUID, error) {
+	if f.lookup != nil {
+		return f.lookup(ctx, name)
+	}
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)), nil
+}
+
+func (f *fakeStore) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error) {
+	if f.append != nil {
+		if err := f.append(ctx, segs); err != nil {
+			return nil, err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([][]uuid.UUID, len(segs))
+	for i, s := range segs {
+		out[i] = make([]uuid.UUID, len(s.Frames))
+		for j, fr := range s.Frames {
+			if id, ok := f.stored[fr.TransactionID]; ok {
+				out[i][j] = id
+				continue
+			}
+			f.stored[fr.TransactionID] = fr.ID
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+	f.mu.Lock()
+	f.rounds = append(f.rounds, append([]queengo.ClaimParams(nil), claims...))
+	f.mu.Unlock()
+	if f.claim != nil {
+		return f.claim(ctx, claims)
+	}
+	return make([]queengo.ClaimResult, len(claims)), nil
+}
+
+func (f *fakeStore) PopMaintenance(context.Context) (bool, error) { return false, nil }
+
+func (f *fakeStore) Ack(_ context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	return make([]queengo.AckResult, len(items)), nil
+}
+
+func (f *fakeStore) Transaction(_ context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {
+	return make([]queengo.TxResult, len(ops)), nil
+}
+
+func (f *fakeStore) RequeueDeadLetter(context.Context, uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
+	return queengo.DeadLetter{}, queengo.Frame{}, queengo.ErrNotFound
+}
+
+func (f *fakeStore) storedCount(txid string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.stored[txid]; ok {
+		return 1
+	}
+	return 0
+}
+
+func (f *fakeStore) roundSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int, len(f.rounds))
+	for i, r := range f.rounds {
+		out[i] = len(r)
+	}
+	return out
+}
+
+// newTestBroker starts a broker on the store and stops it when the test ends.
+func newTestBroker(t *testing.T, cfg Config) *Broker {
+	t.Helper()
+	if cfg.Backoff.Initial == 0 {
+		cfg.Backoff = Backoff{Initial: 50 * time.Millisecond, Threshold: 3, Multiplier: 2, Max: 200 * time.Millisecond}
+	}
+	b := New(cfg)
+	t.Cleanup(func() {
+		b.Close()
+		b.Shutdown()
+	})
+	return b
+}
+
+// sendPop hands a pop straight to an actor, as Broker.Pop does, so a test
+// controls the order in which pops reach it.
+func sendPop(b *Broker, pid any, req *queengo.PopRequest) *waiter {
+	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
+	if req.Wait {
+		w.deadline = time.Now().Add(req.Timeout)
+	}
+	switch p := pid.(type) {
+	case scopeKey:
+		b.system.Root.Send(b.scopePID(p), w)
+	case string:
+		b.system.Root.Send(b.queuePID(p), w)
+	default:
+		panic(fmt.Sprintf("sendPop: %T", pid))
+	}
+	return w
+}
+
+// await waits for a pop's answer, failing the test after d.
+func await(t *testing.T, w *waiter, d time.Duration) popReply {
+	t.Helper()
+	select {
+	case r := <-w.reply:
+		return r
+	case <-time.After(d):
+		t.Fatalf("pop (lease %s) not answered within %v", w.leaseID, d)
+	}
+	return popReply{}
+}
+
+// deliverOwn is a claim hook that serves every claim one message whose
+// transaction id is the claim's lease id, so each pop can tell its own.
+func deliverOwn(claims []queengo.ClaimParams) []queengo.ClaimResult {
+	out := make([]queengo.ClaimResult, len(claims))
+	for i, p := range claims {
+		out[i].Messages = []queengo.Message{{Frame: queengo.Frame{ID: uuid.New(), TransactionID: p.LeaseID.String(),
+			Payload: []byte("1")}}}
+		out[i].Taken = 1
+		// More is claimable: keeps the queue actor's ready set from
+		// answering later pops empty without a claim.
+		out[i].Ready = []uuid.UUID{readyPartition}
+	}
+	return out
+}
+
+var readyPartition = uuid.NewSHA1(uuid.NameSpaceOID, []byte("ready"))
+
+var errBadClaim = errors.New("value out of range for type integer")
