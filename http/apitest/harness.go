@@ -3,12 +3,26 @@
 // tests. Each test package calls Main from its TestMain, which builds
 // ./cmd/queengo once (with -race when the tests run with it), creates the
 // package's database and drops it at the end.
+//
+// It is also the one vocabulary the test packages share, so that a test
+// reads the same in every package:
+//
+//   - brokers: Shared, Start, StartWith, CreateDB;
+//   - requests: Server.Do, Get, Post, Raw, Dial, WithTimeout, Query;
+//   - errors: WantError, CheckError, WantErrorBody;
+//   - queues and pushes: Server.Configure, Push, PushN, PushQueued, PushCtx;
+//   - pops: PopQueue, PopPartition, PopDiscovery for the paths, then
+//     Server.Pop, PopOK, PopEmpty, PopUntil, TryPop, PopCtx, WantTxIDs;
+//   - acks: AckItem, AckBody, Server.Ack, AckOK, AckBatch, AckBatchOK,
+//     WantAckFailure;
+//   - the database: ReadCursor, QueueCounts, ReadQueue, PartitionID,
+//     QueryInt;
+//   - waiting: Eventually.
 package apitest
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -82,7 +96,9 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
-// Server is one running broker process.
+// Server is one running broker process, and how a test talks to it:
+// WithTimeout and WithClient return the same process with other request
+// settings.
 type Server struct {
 	URL  string
 	Port int
@@ -90,6 +106,9 @@ type Server struct {
 	logs *bytes.Buffer
 	mu   *sync.Mutex
 	done chan struct{}
+
+	client  *http.Client  // nil: Client
+	timeout time.Duration // bound of every request; 0: the client's
 }
 
 var (
@@ -102,17 +121,7 @@ var (
 // and warn-level logs. The server stops at the end of the test.
 func Start(t testing.TB, env ...string) *Server {
 	t.Helper()
-	s, err := StartURL(DB.URL, env...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("broker log:\n%s", s.Logs())
-		}
-	})
-	return s
+	return StartWith(t, StartOpts{Env: env})
 }
 
 // StartOpts are the rarer options of StartWith.
@@ -126,6 +135,10 @@ type StartOpts struct {
 	// runtime cannot raise it), set by /bin/sh's ulimit before it execs
 	// the broker.
 	NoFile int
+	// Attempts is how many brokers to start before giving up when one exits
+	// at start (a broker whose acquire timeout is shorter than its first
+	// dial on a loaded machine); 0 is 1.
+	Attempts int
 }
 
 // StartWith is Start with options; the server stops at the end of the test.
@@ -134,18 +147,45 @@ func StartWith(t testing.TB, o StartOpts) *Server {
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = DB.URL
 	}
-	s, err := start(o)
-	if err != nil {
-		t.Fatal(err)
+	var s *Server
+	var err error
+	for attempt := 1; ; attempt++ {
+		if s, err = start(o); err == nil {
+			break
+		}
+		if attempt >= o.Attempts {
+			t.Fatal(err)
+		}
+		t.Logf("the broker did not start at attempt %d: %v", attempt, err)
 	}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
-			t.Logf("broker log:\n%s", s.Logs())
+			t.Logf("broker log (%s):\n%s", s.URL, s.Logs())
 		}
 	})
 	return s
 }
+
+// CreateDB creates a database of the test's own, named after prefix, and
+// drops it when the test ends (after the brokers started on it have
+// stopped, when they were started after it).
+func CreateDB(t testing.TB, prefix string) *pgtest.Database {
+	t.Helper()
+	db, err := pgtest.Create(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Drop(); err != nil {
+			t.Logf("dropping %s: %v", db.Name, err)
+		}
+	})
+	return db
+}
+
+// Binary is the path of the broker binary Main built.
+func Binary() string { return binary }
 
 // StartURL runs a broker against the given database URL and waits until its
 // port answers.
@@ -246,6 +286,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// FreePort returns a port nothing listens on right now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -255,90 +305,54 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Client is shared by the tests; long polls set their own deadlines.
-var Client = &http.Client{Timeout: 120 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
+var (
+	sharedMu      sync.Mutex
+	sharedServers = map[string]*Server{}
+)
 
-// Response is a finished HTTP exchange.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body into v, failing the test when it is not JSON.
-func (r *Response) JSON(t testing.TB, v any) {
+// Shared returns a broker on the package database, started on first use with
+// env and shared by every test that asks for the same env; Main stops it at
+// the end (no test's cleanup does). When the test fails, the tail of the
+// broker's log is attached to it.
+func Shared(t testing.TB, env ...string) *Server {
 	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("response %d is not JSON (%v): %q", r.Status, err, r.Body)
-	}
-}
-
-// Do sends a request; body is marshalled unless it is a string or []byte.
-func (s *Server) Do(t testing.TB, method, path string, body any) *Response {
-	t.Helper()
-	r, err := s.DoCtx(context.Background(), method, path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// DoCtx is Do without a test, for goroutines; it returns the error.
-func (s *Server) DoCtx(ctx context.Context, method, path string, body any) (*Response, error) {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
+	key := strings.Join(env, "\x00")
+	sharedMu.Lock()
+	s := sharedServers[key]
+	if s == nil {
+		var err error
+		if s, err = StartURL(DB.URL, env...); err != nil {
+			sharedMu.Unlock()
+			t.Fatalf("starting a shared broker (%v): %v", env, err)
 		}
-		rd = bytes.NewReader(data)
+		sharedServers[key] = s
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.URL+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
+	sharedMu.Unlock()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("shared broker log (tail):\n%s", tail(s.Logs(), 4000))
+		}
+	})
+	return s
 }
 
-// Get, Post and Delete are shorthands of Do.
-func (s *Server) Get(t testing.TB, path string) *Response {
-	t.Helper()
-	return s.Do(t, "GET", path, nil)
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
 }
 
-// Post sends a JSON body.
-func (s *Server) Post(t testing.TB, path string, body any) *Response {
-	t.Helper()
-	return s.Do(t, "POST", path, body)
-}
-
-// Delete sends a DELETE.
-func (s *Server) Delete(t testing.TB, path string) *Response {
-	t.Helper()
-	return s.Do(t, "DELETE", path, nil)
-}
-
-// Unique returns a queue-safe name unique within the test run.
-func Unique(t testing.TB, prefix string) string {
-	t.Helper()
-	n := uniq.Add(1)
-	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), n)
+func init() {
+	// The black-box tests spend their time waiting on the broker (long
+	// polls, lease expiries, retry delays), not on the CPU: run them all at
+	// once rather than GOMAXPROCS at a time, unless the caller chose
+	// -parallel.
+	testing.Init()
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
+			return
+		}
+	}
+	_ = flag.Set("test.parallel", "64")
 }

@@ -19,10 +19,10 @@ func TestA3_SingleAckAnswersOneElementArray(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a3-single")
-	pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
+	s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
 	m := p.Messages[0]
-	r := s.Post(t, "/api/v1/ack", ackBody(m, "completed", nil))
+	r := s.Post(t, "/api/v1/ack", apitest.AckBody(m, "completed", nil))
 	if r.Status != 200 {
 		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
@@ -39,7 +39,7 @@ func TestA3_SingleAckAnswersOneElementArray(t *testing.T) {
 			t.Fatalf("result lacks %q: %s", k, r.Body)
 		}
 	}
-	var res []ackRes
+	var res []apitest.AckResult
 	r.JSON(t, &res)
 	got := res[0]
 	if got.Index != 0 || got.TransactionID != m.TransactionID || !got.Success || got.Error != nil ||
@@ -56,24 +56,24 @@ func TestA1_MissingOrNullGroupIsQueueMode(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a1-qmode")
-	ps := pushN(t, s, q, "", 2)
-	p := popOK(t, s, wildcard(q, "batch", "2"))
+	ps := s.PushN(t, q, "", 2)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2"))
 	if len(p.Messages) != 2 {
-		t.Fatalf("pop: %v", txs(p.Messages))
+		t.Fatalf("pop: %v", p.TxIDs())
 	}
 	// Missing consumerGroup.
-	if r := postAck(t, s, ackBody(p.Messages[0], "completed", nil)); !r.Success {
-		t.Fatalf("missing group: %+v %s", r, r.errText())
+	if r := s.Ack(t, apitest.AckBody(p.Messages[0], "completed", nil)); !r.Success {
+		t.Fatalf("missing group: %+v %s", r, r.ErrText())
 	}
 	// consumerGroup null.
-	b := ackBody(p.Messages[1], "completed", nil)
+	b := apitest.AckBody(p.Messages[1], "completed", nil)
 	b["consumerGroup"] = nil
-	r := postAck(t, s, b)
+	r := s.Ack(t, b)
 	if !r.Success || !r.LeaseReleased {
-		t.Fatalf("null group: %+v %s", r, r.errText())
+		t.Fatalf("null group: %+v %s", r, r.ErrText())
 	}
-	c := readCursor(t, ps[0].PartitionID, "")
-	if c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) || c.LeaseID != nil {
+	c := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	if c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) || c.LeaseID != "" {
 		t.Fatalf("queue-mode cursor %+v", c)
 	}
 }
@@ -84,19 +84,19 @@ func TestD2_AckForAnotherGroupIsInvalidLease(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d2-othergroup")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g1"))
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g1"))
 	m := p.Messages[0]
-	wantFailure(t, ack(t, s, m, "completed", "g2"), "Invalid or expired lease")
-	wantFailure(t, ack(t, s, m, "completed", ""), "Invalid or expired lease")
+	apitest.WantAckFailure(t, s.AckMessage(t, m, "completed", "g2"), "Invalid or expired lease")
+	apitest.WantAckFailure(t, s.AckMessage(t, m, "completed", ""), "Invalid or expired lease")
 	// Without a leaseId too.
-	b := ackBody(m, "completed", "g2")
+	b := apitest.AckBody(m, "completed", "g2")
 	delete(b, "leaseId")
-	wantFailure(t, postAck(t, s, b), "Invalid or expired lease")
-	if c := readCursor(t, ps[0].PartitionID, "g1"); c.Committed != 0 || !c.Live {
+	apitest.WantAckFailure(t, s.Ack(t, b), "Invalid or expired lease")
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, "g1"); c.Committed != 0 || !c.Live {
 		t.Fatalf("g1 cursor moved: %+v", c)
 	}
-	ackOK(t, s, m, "completed", "g1")
+	s.AckOK(t, m, "completed", "g1")
 }
 
 // in a batch ack the body-level consumerGroup applies to every item,
@@ -105,31 +105,26 @@ func TestA2_BatchBodyGroupAppliesToEveryItem(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a2-batchgroup")
-	ps := pushN(t, s, q, "", 2)
-	p := popOK(t, s, wildcard(q, "batch", "2", "consumerGroup", "g1"))
-	items := []map[string]any{ackItem(p.Messages[0], "completed"), ackItem(p.Messages[1], "completed")}
+	ps := s.PushN(t, q, "", 2)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "consumerGroup", "g1"))
+	items := []map[string]any{apitest.AckItem(p.Messages[0], "completed"), apitest.AckItem(p.Messages[1], "completed")}
 	for _, it := range items {
 		it["consumerGroup"] = "elsewhere"
 	}
 	// No body group: queue mode, which holds no lease here.
-	for i, r := range postBatch(t, s, nil, items...) {
+	for i, r := range s.AckBatch(t, nil, items...) {
 		if r.Success {
 			t.Fatalf("item %d acked in queue mode: %+v", i, r)
 		}
 	}
-	if c := readCursor(t, ps[0].PartitionID, "g1"); c.Committed != 0 {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, "g1"); c.Committed != 0 {
 		t.Fatalf("g1 cursor moved by a queue-mode batch: %+v", c)
 	}
-	res := postBatch(t, s, "g1", items...)
-	for i, r := range res {
-		if !r.Success {
-			t.Fatalf("item %d: %+v %s", i, r, r.errText())
-		}
-	}
-	if c := readCursor(t, ps[0].PartitionID, "g1"); c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) {
+	s.AckBatchOK(t, "g1", items...)
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, "g1"); c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) {
 		t.Fatalf("g1 cursor %+v", c)
 	}
-	if c := readCursor(t, ps[0].PartitionID, "elsewhere"); c.Found {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, "elsewhere"); c.Found {
 		t.Fatalf("the item group was used: %+v", c)
 	}
 }
@@ -141,15 +136,14 @@ func TestA3_BatchResultsInRequestOrder(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a3-batchorder")
-	ps := pushN(t, s, q, "", 3)
-	p := popOK(t, s, wildcard(q, "batch", "3"))
-	if !sameList(txs(p.Messages), txsOf(ps)) {
-		t.Fatalf("pop %v", txs(p.Messages))
-	}
+	ps := s.PushN(t, q, "", 3)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "3"))
+	apitest.WantTxIDs(t, "pop", p, ps.TxIDs())
 	m := p.Messages
 	unknown := map[string]any{"transactionId": "no-such-tx", "partitionId": m[0].PartitionID, "leaseId": m[0].LeaseID}
-	items := []map[string]any{ackItem(m[2], "completed"), unknown, ackItem(m[0], "success"), ackItem(m[1], "completed")}
-	res := postBatch(t, s, nil, items...)
+	items := []map[string]any{apitest.AckItem(m[2], "completed"), unknown, apitest.AckItem(m[0], "success"),
+		apitest.AckItem(m[1], "completed")}
+	res := s.AckBatch(t, nil, items...)
 	want := []string{m[2].TransactionID, "no-such-tx", m[0].TransactionID, m[1].TransactionID}
 	released := 0
 	for i, r := range res {
@@ -160,17 +154,17 @@ func TestA3_BatchResultsInRequestOrder(t *testing.T) {
 			released++
 		}
 	}
-	wantFailure(t, res[1], "Message not found")
+	apitest.WantAckFailure(t, res[1], "Message not found")
 	for _, i := range []int{0, 2, 3} {
 		if !res[i].Success || res[i].DLQ {
-			t.Fatalf("result %d: %+v %s", i, res[i], res[i].errText())
+			t.Fatalf("result %d: %+v %s", i, res[i], res[i].ErrText())
 		}
 	}
 	if released != 1 {
 		t.Fatalf("%d results with leaseReleased, want exactly 1: %+v", released, res)
 	}
-	c := readCursor(t, ps[0].PartitionID, "")
-	if c.Committed != offsetOf(t, ps[0].PartitionID, ps[2].Tx) || c.LeaseID != nil {
+	c := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	if c.Committed != offsetOf(t, ps[0].PartitionID, ps[2].Tx) || c.LeaseID != "" {
 		t.Fatalf("cursor %+v", c)
 	}
 }
@@ -181,16 +175,16 @@ func TestA4_UnknownMessageIsItemFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a4-notfound")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
 	m := p.Messages[0]
-	b := ackBody(m, "completed", nil)
+	b := apitest.AckBody(m, "completed", nil)
 	b["transactionId"] = "never-pushed"
-	wantFailure(t, postAck(t, s, b), "Message not found")
-	b = ackBody(m, "completed", nil)
+	apitest.WantAckFailure(t, s.Ack(t, b), "Message not found")
+	b = apitest.AckBody(m, "completed", nil)
 	b["partitionId"] = uuid.NewString()
-	wantFailure(t, postAck(t, s, b), "Message not found")
-	if c := readCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live {
+	apitest.WantAckFailure(t, s.Ack(t, b), "Message not found")
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live {
 		t.Fatalf("cursor changed: %+v", c)
 	}
 }
@@ -201,27 +195,27 @@ func TestA12_UnknownStatusIsItemFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a12-status")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
 	m := p.Messages[0]
-	before := readCursor(t, ps[0].PartitionID, "")
-	r := ack(t, s, m, "frobnicated", "")
+	before := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	r := s.AckMessage(t, m, "frobnicated", "")
 	if r.Success || r.Error != nil || r.DLQ {
-		t.Fatalf("want success:false error:null, got %+v %s", r, r.errText())
+		t.Fatalf("want success:false error:null, got %+v %s", r, r.ErrText())
 	}
-	res := postBatch(t, s, nil, ackItem(m, "bogus"))
+	res := s.AckBatch(t, nil, apitest.AckItem(m, "bogus"))
 	if res[0].Success || res[0].Error != nil {
 		t.Fatalf("batch: %+v", res[0])
 	}
-	after := readCursor(t, ps[0].PartitionID, "")
-	if after.Committed != before.Committed || !after.Live || *after.LeaseID != *before.LeaseID ||
+	after := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	if after.Committed != before.Committed || !after.Live || after.LeaseID != before.LeaseID ||
 		len(after.Acked) != 0 || failures(t, ps[0].PartitionID, "", offsetOf(t, ps[0].PartitionID, m.TransactionID)) != 0 {
 		t.Fatalf("cursor changed: before %+v after %+v", before, after)
 	}
 	if n := listDLQ(t, s, "queue", q); *n.Total != 0 {
 		t.Fatalf("dead letters: %+v", n)
 	}
-	ackOK(t, s, m, "completed", "")
+	s.AckOK(t, m, "completed", "")
 }
 
 // status success is the same as completed; a missing status is
@@ -230,17 +224,17 @@ func TestA6_SuccessAndMissingStatusAreCompleted(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a6-success")
-	ps := pushN(t, s, q, "", 2)
-	p := popOK(t, s, wildcard(q, "batch", "2"))
-	if r := ackOK(t, s, p.Messages[0], "success", ""); r.LeaseReleased || r.DLQ {
+	ps := s.PushN(t, q, "", 2)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2"))
+	if r := s.AckOK(t, p.Messages[0], "success", ""); r.LeaseReleased || r.DLQ {
 		t.Fatalf("%+v", r)
 	}
-	b := ackBody(p.Messages[1], "completed", nil)
+	b := apitest.AckBody(p.Messages[1], "completed", nil)
 	delete(b, "status")
-	if r := postAck(t, s, b); !r.Success || !r.LeaseReleased {
-		t.Fatalf("missing status: %+v %s", r, r.errText())
+	if r := s.Ack(t, b); !r.Success || !r.LeaseReleased {
+		t.Fatalf("missing status: %+v %s", r, r.ErrText())
 	}
-	if c := readCursor(t, ps[0].PartitionID, ""); c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, ""); c.Committed != offsetOf(t, ps[0].PartitionID, ps[1].Tx) {
 		t.Fatalf("cursor %+v", c)
 	}
 }
@@ -251,10 +245,10 @@ func TestA1_MalformedAckIs400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a1-malformed")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
 	m := p.Messages[0]
-	good := ackItem(m, "completed")
+	good := apitest.AckItem(m, "completed")
 	with := func(k string, v any) map[string]any {
 		b := map[string]any{}
 		for kk, vv := range good {
@@ -294,13 +288,13 @@ func TestA1_MalformedAckIs400(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := s.Post(t, c.path, c.body)
-		e := wantErrorBody(t, r, 400)
+		e := apitest.WantErrorBody(t, r, 400)
 		if c.text != "" && e != c.text {
 			t.Errorf("%s: error %q, want %q", c.name, e, c.text)
 		}
 	}
 	// The good item of the rejected batches was not applied.
-	if c := readCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live || len(c.Acked) != 0 {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live || len(c.Acked) != 0 {
 		t.Fatalf("a rejected request changed the cursor: %+v", c)
 	}
 }
@@ -336,25 +330,25 @@ func TestA15_WrongLeaseIsItemFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a15-lease")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
 	m := p.Messages[0]
 	for _, lease := range []string{uuid.NewString(), "not-a-uuid"} {
-		b := ackBody(m, "completed", nil)
+		b := apitest.AckBody(m, "completed", nil)
 		b["leaseId"] = lease
-		wantFailure(t, postAck(t, s, b), "Invalid or expired lease")
-		res := postBatch(t, s, nil, b)
-		wantFailure(t, res[0], "Invalid or expired lease")
+		apitest.WantAckFailure(t, s.Ack(t, b), "Invalid or expired lease")
+		res := s.AckBatch(t, nil, b)
+		apitest.WantAckFailure(t, res[0], "Invalid or expired lease")
 	}
-	if c := readCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, ""); c.Committed != 0 || !c.Live {
 		t.Fatalf("cursor changed: %+v", c)
 	}
 	// leaseId null or "" means no lease check against the live lease.
-	b := ackBody(m, "completed", nil)
+	b := apitest.AckBody(m, "completed", nil)
 	b["leaseId"] = nil
-	if r := postAck(t, s, b); !r.Success || !r.LeaseReleased {
-		t.Fatalf("null leaseId: %+v %s", r, r.errText())
+	if r := s.Ack(t, b); !r.Success || !r.LeaseReleased {
+		t.Fatalf("null leaseId: %+v %s", r, r.ErrText())
 	}
 	// Acking again after the span was resolved: outside any live span.
-	wantFailure(t, ack(t, s, m, "completed", ""), "Invalid or expired lease")
+	apitest.WantAckFailure(t, s.AckMessage(t, m, "completed", ""), "Invalid or expired lease")
 }

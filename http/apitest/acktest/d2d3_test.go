@@ -15,29 +15,27 @@ func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d2-prefix")
-	ps := pushN(t, s, q, "", 5)
+	ps := s.PushN(t, q, "", 5)
 	pid := ps[0].PartitionID
 	off := make([]int64, 5)
 	for i, p := range ps {
 		off[i] = offsetOf(t, pid, p.Tx)
 	}
 	popped := time.Now()
-	p := popOK(t, s, wildcard(q, "batch", "5", "leaseSeconds", "3"))
-	if !sameList(txs(p.Messages), txsOf(ps)) {
-		t.Fatalf("pop %v", txs(p.Messages))
-	}
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "5", "leaseSeconds", "3"))
+	apitest.WantTxIDs(t, "pop", p, ps.TxIDs())
 	m := p.Messages
-	base := readCursor(t, pid, "").Committed
+	base := apitest.ReadCursor(t, pid, "").Committed
 	if base != off[0]-1 {
 		t.Fatalf("committed %d before any ack, want %d", base, off[0]-1)
 	}
 	step := func(k int, want int64) {
 		t.Helper()
-		r := ackOK(t, s, m[k], "completed", "")
+		r := s.AckOK(t, m[k], "completed", "")
 		if r.LeaseReleased {
 			t.Fatalf("ack of m%d released the lease with the span unresolved", k+1)
 		}
-		if c := readCursor(t, pid, ""); c.Committed != want || !c.Live {
+		if c := apitest.ReadCursor(t, pid, ""); c.Committed != want || !c.Live {
 			t.Fatalf("after ack of m%d: committed %d (live %v), want %d", k+1, c.Committed, c.Live, want)
 		}
 	}
@@ -47,18 +45,15 @@ func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
 	step(4, off[2]) // m5: m4 still open
 	// A repeated ack of an offset at or below committed fails and moves
 	// nothing back.
-	wantFailure(t, ack(t, s, m[0], "completed", ""), "Invalid or expired lease")
-	if c := readCursor(t, pid, ""); c.Committed != off[2] {
+	apitest.WantAckFailure(t, s.AckMessage(t, m[0], "completed", ""), "Invalid or expired lease")
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != off[2] {
 		t.Fatalf("committed moved to %d", c.Committed)
 	}
 
 	// The lease expires with m4 open: delivery resumes at m4, never before.
 	time.Sleep(time.Until(popped.Add(3100 * time.Millisecond)))
-	p2 := popWithin(t, s, wildcard(q, "batch", "10"), 3*time.Second)
-	if p2 == nil {
-		t.Fatal("nothing redelivered after the lease expired")
-	}
-	got := txs(p2.Messages)
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "10"), 3*time.Second, 100*time.Millisecond)
+	got := p2.TxIDs()
 	if got[0] != ps[3].Tx {
 		t.Fatalf("redelivery %v, want it to start at m4 %s", got, ps[3].Tx)
 	}
@@ -67,17 +62,17 @@ func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
 			t.Fatalf("committed message %s redelivered: %v", done.Tx, got)
 		}
 	}
-	if c := readCursor(t, pid, ""); c.Committed != off[2] {
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != off[2] {
 		t.Fatalf("committed %d after the re-claim, want %d", c.Committed, off[2])
 	}
-	var last ackRes
+	var last apitest.AckResult
 	for _, mm := range p2.Messages {
-		last = ackOK(t, s, mm, "completed", "")
+		last = s.AckOK(t, mm, "completed", "")
 	}
 	if !last.LeaseReleased {
 		t.Fatalf("last ack of the span did not release the lease: %+v", last)
 	}
-	if c := readCursor(t, pid, ""); c.Committed != off[4] || c.LeaseID != nil {
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != off[4] || c.LeaseID != "" {
 		t.Fatalf("final cursor %+v", c)
 	}
 }
@@ -89,27 +84,23 @@ func TestD2_LeaseEndsWhenSpanResolved(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d2-release")
-	ps := pushN(t, s, q, "", 6)
-	p := popOK(t, s, wildcard(q, "batch", "3", "leaseSeconds", "60"))
-	if !sameList(txs(p.Messages), txsOf(ps[:3])) {
-		t.Fatalf("pop %v", txs(p.Messages))
-	}
+	ps := s.PushN(t, q, "", 6)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "3", "leaseSeconds", "60"))
+	apitest.WantTxIDs(t, "pop", p, ps[:3].TxIDs())
 	// Held: nothing else of this single partition is delivered.
-	popNone(t, s, wildcard(q, "batch", "3"))
+	s.PopEmpty(t, apitest.PopQueue(q, "batch", "3"))
 	for i, k := range []int{1, 2, 0} {
-		r := ackOK(t, s, p.Messages[k], "completed", "")
+		r := s.AckOK(t, p.Messages[k], "completed", "")
 		if r.LeaseReleased != (i == 2) {
 			t.Fatalf("ack %d (m%d): leaseReleased %v", i, k+1, r.LeaseReleased)
 		}
 	}
-	c := readCursor(t, ps[0].PartitionID, "")
-	if c.LeaseID != nil || c.LeaseEnd != nil || c.Committed != offsetOf(t, ps[0].PartitionID, ps[2].Tx) {
+	c := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	if c.LeaseID != "" || c.LeaseEnd != nil || c.Committed != offsetOf(t, ps[0].PartitionID, ps[2].Tx) {
 		t.Fatalf("cursor after the span resolved: %+v", c)
 	}
-	p2 := popOK(t, s, wildcard(q, "batch", "3"))
-	if !sameList(txs(p2.Messages), txsOf(ps[3:])) {
-		t.Fatalf("next pop %v, want %v", txs(p2.Messages), txsOf(ps[3:]))
-	}
+	p2 := s.PopOK(t, apitest.PopQueue(q, "batch", "3"))
+	apitest.WantTxIDs(t, "next pop", p2, ps[3:].TxIDs())
 }
 
 // D2: acking an offset outside the live span (past its end, or with a
@@ -119,36 +110,34 @@ func TestD2_AckOutsideLiveSpanFails(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d2-outside")
-	ps := pushN(t, s, q, "", 4)
+	ps := s.PushN(t, q, "", 4)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "2", "leaseSeconds", "1"))
-	if !sameList(txs(p.Messages), txsOf(ps[:2])) {
-		t.Fatalf("pop %v", txs(p.Messages))
-	}
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "1"))
+	apitest.WantTxIDs(t, "pop", p, ps[:2].TxIDs())
 	// m3 exists but lies past the span.
 	beyond := apitest.Message{TransactionID: ps[2].Tx, PartitionID: pid, LeaseID: p.LeaseID}
-	wantFailure(t, ack(t, s, beyond, "completed", ""), "Invalid or expired lease")
+	apitest.WantAckFailure(t, s.AckMessage(t, beyond, "completed", ""), "Invalid or expired lease")
 	beyond.LeaseID = ""
-	wantFailure(t, ack(t, s, beyond, "completed", ""), "Invalid or expired lease")
-	if c := readCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
+	apitest.WantAckFailure(t, s.AckMessage(t, beyond, "completed", ""), "Invalid or expired lease")
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
 		t.Fatalf("cursor changed: %+v", c)
 	}
 	// The lease expires and the span is claimed again under a new lease.
 	time.Sleep(1100 * time.Millisecond)
-	wantFailure(t, ack(t, s, p.Messages[0], "completed", ""), "Invalid or expired lease")
-	p2 := popWithin(t, s, wildcard(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second)
-	if p2 == nil || p2.LeaseID == p.LeaseID || p2.Messages[0].TransactionID != ps[0].Tx {
+	apitest.WantAckFailure(t, s.AckMessage(t, p.Messages[0], "completed", ""), "Invalid or expired lease")
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
+	if p2.LeaseID == p.LeaseID || p2.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("re-claim %+v", p2)
 	}
 	// The stale lease fails even though the offset is inside the new span.
-	wantFailure(t, ack(t, s, p.Messages[0], "completed", ""), "Invalid or expired lease")
-	res := postBatch(t, s, nil, ackItem(p.Messages[1], "completed"))
-	wantFailure(t, res[0], "Invalid or expired lease")
-	if c := readCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
+	apitest.WantAckFailure(t, s.AckMessage(t, p.Messages[0], "completed", ""), "Invalid or expired lease")
+	res := s.AckBatch(t, nil, apitest.AckItem(p.Messages[1], "completed"))
+	apitest.WantAckFailure(t, res[0], "Invalid or expired lease")
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != 0 || len(c.Acked) != 0 {
 		t.Fatalf("a stale lease moved the cursor: %+v", c)
 	}
-	ackOK(t, s, p2.Messages[0], "completed", "")
-	if c := readCursor(t, pid, ""); c.Committed != offsetOf(t, pid, ps[0].Tx) {
+	s.AckOK(t, p2.Messages[0], "completed", "")
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != offsetOf(t, pid, ps[0].Tx) {
 		t.Fatalf("cursor %+v", c)
 	}
 }
@@ -161,39 +150,34 @@ func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d3-failed")
-	configure(t, s, q, map[string]any{"retryLimit": 3, "retryDelay": 1500, "leaseTime": 60})
-	ps := pushN(t, s, q, "", 3)
+	s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 1500, "leaseTime": 60})
+	ps := s.PushN(t, q, "", 3)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "3"))
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "3"))
 	m := p.Messages
-	ackOK(t, s, m[0], "completed", "")
-	ackOK(t, s, m[2], "completed", "") // beyond the one that will fail
+	s.AckOK(t, m[0], "completed", "")
+	s.AckOK(t, m[2], "completed", "") // beyond the one that will fail
 	sent := time.Now()
-	r := ackOK(t, s, m[1], "failed", "")
+	r := s.AckOK(t, m[1], "failed", "")
 	if !r.LeaseReleased || r.DLQ {
 		t.Fatalf("failed ack: %+v", r)
 	}
-	c := readCursor(t, pid, "")
-	if c.LeaseID != nil || c.Live || c.Committed != offsetOf(t, pid, ps[0].Tx) {
+	c := apitest.ReadCursor(t, pid, "")
+	if c.LeaseID != "" || c.Live || c.Committed != offsetOf(t, pid, ps[0].Tx) {
 		t.Fatalf("cursor after the failed ack: %+v", c)
 	}
 	if n := failures(t, pid, "", offsetOf(t, pid, ps[1].Tx)); n != 1 {
 		t.Fatalf("attempts %d, want 1", n)
 	}
 	// Not before retryDelay.
-	popNone(t, s, wildcard(q, "batch", "3"))
-	popNone(t, s, single(q, "Default", "batch", "3"))
-	p2 := popWithin(t, s, wildcard(q, "batch", "3"), 5*time.Second)
+	s.PopEmpty(t, apitest.PopQueue(q, "batch", "3"))
+	s.PopEmpty(t, apitest.PopPartition(q, "Default", "batch", "3"))
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "3"), 5*time.Second, 100*time.Millisecond)
 	waited := time.Since(sent)
-	if p2 == nil {
-		t.Fatal("the span never came back after retryDelay")
-	}
 	if waited < 1450*time.Millisecond {
 		t.Fatalf("redelivered after %v, before retryDelay 1500 ms", waited)
 	}
-	if !sameList(txs(p2.Messages), txsOf(ps[1:])) {
-		t.Fatalf("redelivery %v, want m2 and m3 %v", txs(p2.Messages), txsOf(ps[1:]))
-	}
+	apitest.WantTxIDs(t, "redelivery of m2 and m3", p2, ps[1:].TxIDs())
 }
 
 // D3: status retry ends the lease at once without consuming budget; with
@@ -203,39 +187,39 @@ func TestD3_RetryEndsLeaseWithoutBudget(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d3-retry")
-	configure(t, s, q, map[string]any{"retryLimit": 1, "retryDelay": 0, "leaseTime": 60})
-	ps := pushN(t, s, q, "", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 1, "retryDelay": 0, "leaseTime": 60})
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
 	off := offsetOf(t, pid, ps[0].Tx)
 	for i := range 3 {
-		p := popOK(t, s, wildcard(q))
+		p := s.PopOK(t, apitest.PopQueue(q))
 		if p.Messages[0].TransactionID != ps[0].Tx {
-			t.Fatalf("round %d: got %v", i, txs(p.Messages))
+			t.Fatalf("round %d: got %v", i, p.TxIDs())
 		}
-		r := ackOK(t, s, p.Messages[0], "retry", "")
+		r := s.AckOK(t, p.Messages[0], "retry", "")
 		if !r.LeaseReleased || r.DLQ {
 			t.Fatalf("retry: %+v", r)
 		}
-		if c := readCursor(t, pid, ""); c.LeaseID != nil || c.Committed != off-1 {
+		if c := apitest.ReadCursor(t, pid, ""); c.LeaseID != "" || c.Committed != off-1 {
 			t.Fatalf("cursor after retry: %+v", c)
 		}
 		if n := failures(t, pid, "", off); n != 0 {
 			t.Fatalf("retry consumed budget: attempts %d", n)
 		}
 	}
-	p := popOK(t, s, wildcard(q))
-	if r := ackOK(t, s, p.Messages[0], "failed", ""); r.DLQ {
+	p := s.PopOK(t, apitest.PopQueue(q))
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); r.DLQ {
 		t.Fatalf("first failure dead-lettered after retries: %+v", r)
 	}
-	p = popWithin(t, s, wildcard(q), 3*time.Second)
-	if p == nil || p.Messages[0].TransactionID != ps[0].Tx {
+	p = s.PopUntil(t, apitest.PopQueue(q), 3*time.Second, 100*time.Millisecond)
+	if p.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("after one failure: %+v", p)
 	}
-	if r := ackOK(t, s, p.Messages[0], "failed", ""); !r.DLQ {
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); !r.DLQ {
 		t.Fatalf("second failure with retryLimit 1 not dead-lettered: %+v", r)
 	}
-	p = popWithin(t, s, wildcard(q), 3*time.Second)
-	if p == nil || p.Messages[0].TransactionID != ps[1].Tx {
+	p = s.PopUntil(t, apitest.PopQueue(q), 3*time.Second, 100*time.Millisecond)
+	if p.Messages[0].TransactionID != ps[1].Tx {
 		t.Fatalf("after the dead letter: %+v", p)
 	}
 }
@@ -246,17 +230,17 @@ func TestD3_DlqStatusDeadLettersAtOnce(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d3-dlq")
-	configure(t, s, q, map[string]any{"retryLimit": 5})
-	ps := pushN(t, s, q, "", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 5})
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "2", "consumerGroup", "g"))
-	b := ackBody(p.Messages[0], "dlq", "g")
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "consumerGroup", "g"))
+	b := apitest.AckBody(p.Messages[0], "dlq", "g")
 	b["error"] = "poison pill"
-	r := postAck(t, s, b)
+	r := s.Ack(t, b)
 	if !r.Success || !r.DLQ || r.LeaseReleased {
-		t.Fatalf("dlq ack: %+v %s", r, r.errText())
+		t.Fatalf("dlq ack: %+v %s", r, r.ErrText())
 	}
-	c := readCursor(t, pid, "g")
+	c := apitest.ReadCursor(t, pid, "g")
 	if c.Committed != offsetOf(t, pid, ps[0].Tx) || !c.Live {
 		t.Fatalf("cursor %+v", c)
 	}
@@ -269,11 +253,11 @@ func TestD3_DlqStatusDeadLettersAtOnce(t *testing.T) {
 		t.Fatalf("entry %+v", d)
 	}
 	// Only the group that dead-lettered it moved: queue mode still gets it.
-	pq := popOK(t, s, wildcard(q))
+	pq := s.PopOK(t, apitest.PopQueue(q))
 	if pq.Messages[0].TransactionID != ps[0].Tx {
-		t.Fatalf("queue mode got %v", txs(pq.Messages))
+		t.Fatalf("queue mode got %v", pq.TxIDs())
 	}
-	if r := ackOK(t, s, p.Messages[1], "completed", "g"); !r.LeaseReleased {
+	if r := s.AckOK(t, p.Messages[1], "completed", "g"); !r.LeaseReleased {
 		t.Fatalf("span not released after the last offset: %+v", r)
 	}
 }
@@ -284,13 +268,13 @@ func TestA10_DeadLetterWithoutErrorTextSaysRetriesExhausted(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "a10-text")
-	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
-	pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q))
-	b := ackBody(p.Messages[0], "failed", nil)
+	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q))
+	b := apitest.AckBody(p.Messages[0], "failed", nil)
 	b["error"] = nil
-	if r := postAck(t, s, b); !r.Success || !r.DLQ {
-		t.Fatalf("failed with retryLimit 0: %+v %s", r, r.errText())
+	if r := s.Ack(t, b); !r.Success || !r.DLQ {
+		t.Fatalf("failed with retryLimit 0: %+v %s", r, r.ErrText())
 	}
 	l := listDLQ(t, s, "queue", q)
 	if len(l.Messages) != 1 || l.Messages[0].ErrorMessage == nil || *l.Messages[0].ErrorMessage != "Retries exhausted" {
@@ -306,23 +290,23 @@ func TestD5_DeadLetterBeyondPrefixStaysResolved(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d5-resolved")
-	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
-	ps := pushN(t, s, q, "", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "2", "leaseSeconds", "1"))
-	if r := ackOK(t, s, p.Messages[1], "dlq", ""); !r.DLQ {
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "1"))
+	if r := s.AckOK(t, p.Messages[1], "dlq", ""); !r.DLQ {
 		t.Fatalf("dlq ack %+v", r)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	p2 := popWithin(t, s, wildcard(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second)
-	if p2 == nil || p2.Messages[0].TransactionID != ps[0].Tx {
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
+	if p2.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("re-claim %+v", p2)
 	}
-	r := ackOK(t, s, p2.Messages[0], "completed", "")
-	c := readCursor(t, pid, "")
+	r := s.AckOK(t, p2.Messages[0], "completed", "")
+	c := apitest.ReadCursor(t, pid, "")
 	if c.Committed != offsetOf(t, pid, ps[1].Tx) || !r.LeaseReleased {
 		t.Errorf("after acking m1: committed %d (want %d, past the dead-lettered m2), leaseReleased %v; redelivered %v",
-			c.Committed, offsetOf(t, pid, ps[1].Tx), r.LeaseReleased, txs(p2.Messages))
+			c.Committed, offsetOf(t, pid, ps[1].Tx), r.LeaseReleased, p2.TxIDs())
 	}
 	if l := listDLQ(t, s, "queue", q); *l.Total != 1 {
 		t.Errorf("dead letters %d, want 1", *l.Total)

@@ -19,16 +19,16 @@ func TestD4_DeadLetteredOnRetryLimitPlusOneFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d4-limit")
-	configure(t, s, q, map[string]any{"retryLimit": 2, "retryDelay": 0})
-	ps := pushN(t, s, q, "", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 2, "retryDelay": 0})
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
 	off := offsetOf(t, pid, ps[0].Tx)
 	for i := 1; i <= 3; i++ {
-		p := popWithin(t, s, wildcard(q), 3*time.Second)
-		if p == nil || p.Messages[0].TransactionID != ps[0].Tx {
+		p := s.PopUntil(t, apitest.PopQueue(q), 3*time.Second, 100*time.Millisecond)
+		if p.Messages[0].TransactionID != ps[0].Tx {
 			t.Fatalf("delivery %d: %+v", i, p)
 		}
-		r := ackOK(t, s, p.Messages[0], "failed", "")
+		r := s.AckOK(t, p.Messages[0], "failed", "")
 		if r.DLQ != (i == 3) {
 			t.Fatalf("failed ack %d with retryLimit 2: dlq %v", i, r.DLQ)
 		}
@@ -48,11 +48,11 @@ func TestD4_DeadLetteredOnRetryLimitPlusOneFailure(t *testing.T) {
 	if l.Messages[0].RetryCount < 2 {
 		t.Fatalf("retryCount %d, want the failures counted (2 or 3)", l.Messages[0].RetryCount)
 	}
-	if c := readCursor(t, pid, ""); c.Committed != off {
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != off {
 		t.Fatalf("committed %d, want it past the dead letter %d", c.Committed, off)
 	}
-	p := popWithin(t, s, wildcard(q), 3*time.Second)
-	if p == nil || p.Messages[0].TransactionID != ps[1].Tx {
+	p := s.PopUntil(t, apitest.PopQueue(q), 3*time.Second, 100*time.Millisecond)
+	if p.Messages[0].TransactionID != ps[1].Tx {
 		t.Fatalf("after the dead letter: %+v", p)
 	}
 }
@@ -64,13 +64,13 @@ func TestD4_LeaseExpiryNeverConsumesBudget(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d4-expiry")
-	configure(t, s, q, map[string]any{"retryLimit": 1, "retryDelay": 0})
-	ps := pushN(t, s, q, "", 1)
+	s.Configure(t, q, map[string]any{"retryLimit": 1, "retryDelay": 0})
+	ps := s.PushN(t, q, "", 1)
 	pid := ps[0].PartitionID
 	off := offsetOf(t, pid, ps[0].Tx)
 	for i := range 3 {
-		p := popWithin(t, s, wildcard(q, "leaseSeconds", "1"), 3*time.Second)
-		if p == nil || p.Messages[0].TransactionID != ps[0].Tx {
+		p := s.PopUntil(t, apitest.PopQueue(q, "leaseSeconds", "1"), 3*time.Second, 100*time.Millisecond)
+		if p.Messages[0].TransactionID != ps[0].Tx {
 			t.Fatalf("delivery %d: %+v", i, p)
 		}
 		time.Sleep(1050 * time.Millisecond) // let it expire
@@ -78,18 +78,12 @@ func TestD4_LeaseExpiryNeverConsumesBudget(t *testing.T) {
 	if n := failures(t, pid, "", off); n != 0 {
 		t.Fatalf("lease expiry counted %d failures", n)
 	}
-	p := popWithin(t, s, wildcard(q, "leaseSeconds", "30"), 3*time.Second)
-	if p == nil {
-		t.Fatal("no redelivery after the expiries")
-	}
-	if r := ackOK(t, s, p.Messages[0], "failed", ""); r.DLQ {
+	p := s.PopUntil(t, apitest.PopQueue(q, "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); r.DLQ {
 		t.Fatalf("the first failed ack after 3 expiries dead-lettered with retryLimit 1")
 	}
-	p = popWithin(t, s, wildcard(q, "leaseSeconds", "30"), 3*time.Second)
-	if p == nil {
-		t.Fatal("no redelivery after the first failure")
-	}
-	if r := ackOK(t, s, p.Messages[0], "failed", ""); !r.DLQ {
+	p = s.PopUntil(t, apitest.PopQueue(q, "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); !r.DLQ {
 		t.Fatalf("second failed ack with retryLimit 1 not dead-lettered: %+v", r)
 	}
 }
@@ -102,23 +96,23 @@ func TestD5_DeadLetterKeepsFrameCopy(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d5-copy")
-	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
 	payload := map[string]any{"order": 42.0, "lines": []any{"a", "b"}, "nested": map[string]any{"ok": true}}
 	trace := uuid.NewString()
 	res := s.Push(t, apitest.PushItem{Queue: q, Partition: "p1", Payload: payload, TransactionID: "dl-copy-1", TraceID: trace})
 	pid := res[0].PartitionID
-	p := popOK(t, s, wildcard(q, "consumerGroup", "billing"))
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "billing"))
 	m := p.Messages[0]
-	b := ackBody(m, "failed", "billing")
+	b := apitest.AckBody(m, "failed", "billing")
 	b["error"] = "card declined"
-	if r := postAck(t, s, b); !r.DLQ {
+	if r := s.Ack(t, b); !r.DLQ {
 		t.Fatalf("ack %+v", r)
 	}
 	// The frame's segment goes away (as retention would drop it).
 	if err := apitest.DB.Exec(`DELETE FROM queen.segments WHERE partition_id = $1`, pid); err != nil {
 		t.Fatal(err)
 	}
-	r := s.Get(t, "/api/v1/dlq"+kv("queue", q))
+	r := s.Get(t, "/api/v1/dlq"+apitest.Query("queue", q))
 	if r.Status != 200 {
 		t.Fatalf("dlq: %d %s", r.Status, r.Body)
 	}
@@ -162,30 +156,30 @@ func TestD5_DeadLetterKeepsFrameCopy(t *testing.T) {
 	}
 }
 
-// D-4 with the target behaviour: GET /api/v1/dlq filters by queue,
+// D5, and D-4 with the target behaviour: GET /api/v1/dlq filters by queue,
 // consumerGroup, partition, from and to (failedAt), pages with limit and
 // offset (pagination echoes them), total counts every match, newest failure
 // first.
-func TestD4_DLQListFiltersAndPages(t *testing.T) {
+func TestD5_DLQListFiltersAndPages(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d4-list")
-	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
-	pa := pushN(t, s, q, "pa", 3)
-	pb := pushN(t, s, q, "pb", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	pa := s.PushN(t, q, "pa", 3)
+	pb := s.PushN(t, q, "pb", 2)
 	deadLetter := func(part, group string, n int) {
 		t.Helper()
-		p := popOK(t, s, single(q, part, "consumerGroup", group, "batch", "10"))
+		p := s.PopOK(t, apitest.PopPartition(q, part, "consumerGroup", group, "batch", "10"))
 		if len(p.Messages) != n {
 			t.Fatalf("%s/%s: popped %d, want %d", part, group, len(p.Messages), n)
 		}
 		items := make([]map[string]any, len(p.Messages))
 		for i, m := range p.Messages {
-			items[i] = ackItem(m, "dlq")
+			items[i] = apitest.AckItem(m, "dlq")
 		}
-		for i, r := range postBatch(t, s, group, items...) {
+		for i, r := range s.AckBatch(t, group, items...) {
 			if !r.DLQ {
-				t.Fatalf("item %d: %+v %s", i, r, r.errText())
+				t.Fatalf("item %d: %+v %s", i, r, r.ErrText())
 			}
 		}
 	}
@@ -294,11 +288,11 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d5-requeue")
-	configure(t, s, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
-	ps := pushN(t, s, q, "px", 2)
+	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
+	ps := s.PushN(t, q, "px", 2)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "2", "consumerGroup", "g"))
-	for i, r := range postBatch(t, s, "g", ackItem(p.Messages[0], "dlq"), ackItem(p.Messages[1], "dlq")) {
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "consumerGroup", "g"))
+	for i, r := range s.AckBatch(t, "g", apitest.AckItem(p.Messages[0], "dlq"), apitest.AckItem(p.Messages[1], "dlq")) {
 		if !r.DLQ || !r.Success {
 			t.Fatalf("item %d: %+v", i, r)
 		}
@@ -312,7 +306,7 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 		byTx[d.TransactionID] = d
 	}
 	first, second := byTx[ps[0].Tx], byTx[ps[1].Tx]
-	headBefore := dbInt(t, `SELECT head FROM queen.partitions WHERE id = $1`, pid)
+	headBefore := apitest.QueryInt(t, apitest.DB, `SELECT head FROM queen.partitions WHERE id = $1`, pid)
 
 	r := s.Post(t, "/api/v1/dlq/"+first.ID+"/requeue", nil)
 	if r.Status != 200 {
@@ -322,7 +316,7 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 	if *l.Total != 1 || l.Messages[0].ID != second.ID {
 		t.Fatalf("after requeue: %+v", l.Messages)
 	}
-	if h := dbInt(t, `SELECT head FROM queen.partitions WHERE id = $1`, pid); h != headBefore+1 {
+	if h := apitest.QueryInt(t, apitest.DB, `SELECT head FROM queen.partitions WHERE id = $1`, pid); h != headBefore+1 {
 		t.Fatalf("head %d after requeue, want %d (one new message)", h, headBefore+1)
 	}
 	for _, group := range []string{"g", ""} {
@@ -330,10 +324,7 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 		if group != "" {
 			args = append(args, "consumerGroup", group)
 		}
-		pr := popWithin(t, s, wildcard(q, args...), 3*time.Second)
-		if pr == nil {
-			t.Fatalf("group %q: requeued message not poppable", group)
-		}
+		pr := s.PopUntil(t, apitest.PopQueue(q, args...), 3*time.Second, 100*time.Millisecond)
 		got := pr.Messages[len(pr.Messages)-1]
 		if got.PartitionID != pid || got.Partition != "px" {
 			t.Fatalf("group %q: requeued to %s/%s", group, got.Partition, got.PartitionID)
@@ -346,11 +337,11 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 			t.Fatalf("group %q: payload %s, want %s", group, g, want)
 		}
 		if group == "g" && len(pr.Messages) != 1 {
-			t.Fatalf("group g got %v, want only the requeued message", txs(pr.Messages))
+			t.Fatalf("group g got %v, want only the requeued message", pr.TxIDs())
 		}
 	}
 	// Requeueing the same entry again: it is gone.
-	wantErrorBody(t, s.Post(t, "/api/v1/dlq/"+first.ID+"/requeue", nil), 404)
+	apitest.WantErrorBody(t, s.Post(t, "/api/v1/dlq/"+first.ID+"/requeue", nil), 404)
 
 	r = s.Delete(t, "/api/v1/dlq/"+second.ID)
 	if r.Status != 200 {
@@ -359,10 +350,10 @@ func TestD5_RequeueAndDeleteDeadLetters(t *testing.T) {
 	if l := listDLQ(t, s, "queue", q); *l.Total != 0 {
 		t.Fatalf("after delete: %+v", l.Messages)
 	}
-	if h := dbInt(t, `SELECT head FROM queen.partitions WHERE id = $1`, pid); h != headBefore+1 {
+	if h := apitest.QueryInt(t, apitest.DB, `SELECT head FROM queen.partitions WHERE id = $1`, pid); h != headBefore+1 {
 		t.Fatalf("delete pushed something: head %d", h)
 	}
-	wantErrorBody(t, s.Delete(t, "/api/v1/dlq/"+second.ID), 404)
-	wantErrorBody(t, s.Delete(t, "/api/v1/dlq/"+uuid.NewString()), 404)
-	wantErrorBody(t, s.Post(t, "/api/v1/dlq/"+uuid.NewString()+"/requeue", nil), 404)
+	apitest.WantErrorBody(t, s.Delete(t, "/api/v1/dlq/"+second.ID), 404)
+	apitest.WantErrorBody(t, s.Delete(t, "/api/v1/dlq/"+uuid.NewString()), 404)
+	apitest.WantErrorBody(t, s.Post(t, "/api/v1/dlq/"+uuid.NewString()+"/requeue", nil), 404)
 }

@@ -68,15 +68,15 @@ func TestL2_ExtendAllPartitionsOfLease(t *testing.T) {
 	q := apitest.Unique(t, "l2-multi")
 	var pids []string
 	for _, part := range []string{"a", "b", "c"} {
-		pids = append(pids, pushN(t, s, q, part, 2)[0].PartitionID)
+		pids = append(pids, s.PushN(t, q, part, 2)[0].PartitionID)
 	}
-	p := popOK(t, s, wildcard(q, "batch", "10", "partitions", "0", "leaseSeconds", "5"))
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "10", "partitions", "0", "leaseSeconds", "5"))
 	if p.PartitionsClaimed != 3 || len(p.Messages) != 6 {
 		t.Fatalf("pop claimed %d partitions, %d messages", p.PartitionsClaimed, len(p.Messages))
 	}
 	for _, pid := range pids {
-		c := readCursor(t, pid, "")
-		if c.LeaseID == nil || *c.LeaseID != p.LeaseID || time.Until(*c.Expires) > 6*time.Second {
+		c := apitest.ReadCursor(t, pid, "")
+		if c.LeaseID != p.LeaseID || time.Until(*c.Expires) > 6*time.Second {
 			t.Fatalf("cursor before the extend: %+v", c)
 		}
 	}
@@ -84,8 +84,8 @@ func TestL2_ExtendAllPartitionsOfLease(t *testing.T) {
 	got := extendOK(t, s, p.LeaseID, map[string]any{"seconds": 120})
 	earliest := time.Time{}
 	for _, pid := range pids {
-		c := readCursor(t, pid, "")
-		if !c.Live || *c.LeaseID != p.LeaseID || c.Expires.Before(before.Add(119*time.Second)) {
+		c := apitest.ReadCursor(t, pid, "")
+		if !c.Live || c.LeaseID != p.LeaseID || c.Expires.Before(before.Add(119*time.Second)) {
 			t.Fatalf("cursor %s not extended to 120 s: expires in %v", pid, time.Until(*c.Expires))
 		}
 		if earliest.IsZero() || c.Expires.Before(earliest) {
@@ -98,13 +98,9 @@ func TestL2_ExtendAllPartitionsOfLease(t *testing.T) {
 	// Every message of every partition still acks with the lease.
 	items := make([]map[string]any, len(p.Messages))
 	for i, m := range p.Messages {
-		items[i] = ackItem(m, "completed")
+		items[i] = apitest.AckItem(m, "completed")
 	}
-	for i, r := range postBatch(t, s, nil, items...) {
-		if !r.Success {
-			t.Fatalf("item %d: %+v %s", i, r, r.errText())
-		}
-	}
+	s.AckBatchOK(t, nil, items...)
 }
 
 // L-2: an extended lease outlives its original expiry: no redelivery, and
@@ -113,12 +109,12 @@ func TestL2_ExtendedLeaseIsNotRedelivered(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "l2-holds")
-	pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q, "leaseSeconds", "1"))
+	s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "1"))
 	extendOK(t, s, p.LeaseID, map[string]any{"seconds": 30})
 	time.Sleep(1300 * time.Millisecond)
-	popNone(t, s, wildcard(q))
-	if r := ackOK(t, s, p.Messages[0], "completed", ""); !r.LeaseReleased {
+	s.PopEmpty(t, apitest.PopQueue(q))
+	if r := s.AckOK(t, p.Messages[0], "completed", ""); !r.LeaseReleased {
 		t.Fatalf("%+v", r)
 	}
 }
@@ -129,11 +125,11 @@ func TestL2_ExtendNeverShortens(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "l2-shorten")
-	ps := pushN(t, s, q, "", 1)
-	p := popOK(t, s, wildcard(q, "leaseSeconds", "300"))
-	was := *readCursor(t, ps[0].PartitionID, "").Expires
+	ps := s.PushN(t, q, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "300"))
+	was := *apitest.ReadCursor(t, ps[0].PartitionID, "").Expires
 	got := extendOK(t, s, p.LeaseID, map[string]any{"seconds": 10})
-	now := readCursor(t, ps[0].PartitionID, "")
+	now := apitest.ReadCursor(t, ps[0].PartitionID, "")
 	if !now.Expires.Equal(was) {
 		t.Fatalf("lease moved from %v to %v", was, *now.Expires)
 	}
@@ -147,12 +143,12 @@ func TestL1_ExtendEmptyBodyMeans60(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "l1-default")
-	ps := pushN(t, s, q, "", 1)
+	ps := s.PushN(t, q, "", 1)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "leaseSeconds", "5"))
+	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "5"))
 	for _, body := range []any{nil, map[string]any{}} {
 		extendOK(t, s, p.LeaseID, body)
-		left := time.Until(*readCursor(t, pid, "").Expires)
+		left := time.Until(*apitest.ReadCursor(t, pid, "").Expires)
 		if left < 55*time.Second || left > 61*time.Second {
 			t.Fatalf("body %v: lease expires in %v, want about 60 s", body, left)
 		}
@@ -166,7 +162,7 @@ func TestL3_ExtendUnknownOrExpiredLeaseIsItemFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "l3-fail")
-	ps := pushN(t, s, q, "", 2)
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
 	fail := func(lease string) {
 		t.Helper()
@@ -178,18 +174,18 @@ func TestL3_ExtendUnknownOrExpiredLeaseIsItemFailure(t *testing.T) {
 	fail(uuid.NewString())
 	fail("not-a-lease")
 
-	p := popOK(t, s, wildcard(q, "leaseSeconds", "1"))
+	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "1"))
 	time.Sleep(1100 * time.Millisecond)
 	fail(p.LeaseID)
-	if c := readCursor(t, pid, ""); c.Live {
+	if c := apitest.ReadCursor(t, pid, ""); c.Live {
 		t.Fatalf("the expired lease was revived: %+v", c)
 	}
-	p2 := popWithin(t, s, wildcard(q, "leaseSeconds", "30"), 3*time.Second)
-	if p2 == nil || p2.Messages[0].TransactionID != ps[0].Tx {
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
+	if p2.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("no redelivery after the failed extend: %+v", p2)
 	}
 	// A lease an ack ended.
-	if r := ackOK(t, s, p2.Messages[0], "completed", ""); !r.LeaseReleased {
+	if r := s.AckOK(t, p2.Messages[0], "completed", ""); !r.LeaseReleased {
 		t.Fatalf("%+v", r)
 	}
 	fail(p2.LeaseID)

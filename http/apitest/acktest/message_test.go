@@ -59,8 +59,8 @@ func TestD10_MessageStatusPerGroup(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d10-view")
-	configure(t, s, q, map[string]any{"retryLimit": 3, "retryDelay": 60000})
-	ps := pushN(t, s, q, "", 3)
+	s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 60000})
+	ps := s.PushN(t, q, "", 3)
 	pid, m1 := ps[0].PartitionID, ps[0].Tx
 
 	v := getMessage(t, s, pid, m1)
@@ -77,14 +77,14 @@ func TestD10_MessageStatusPerGroup(t *testing.T) {
 
 	// g1 completes m1; g2 holds m1..m2 under a live lease; g3 dead-letters
 	// m1; queue mode fails m1 once (retryDelay keeps it waiting).
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g1"))
-	ackOK(t, s, p.Messages[0], "completed", "g1")
-	popOK(t, s, wildcard(q, "consumerGroup", "g2", "batch", "2", "leaseSeconds", "60"))
-	p = popOK(t, s, wildcard(q, "consumerGroup", "g3"))
-	ackOK(t, s, p.Messages[0], "dlq", "g3")
-	p = popOK(t, s, wildcard(q))
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g1"))
+	s.AckOK(t, p.Messages[0], "completed", "g1")
+	s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g2", "batch", "2", "leaseSeconds", "60"))
+	p = s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g3"))
+	s.AckOK(t, p.Messages[0], "dlq", "g3")
+	p = s.PopOK(t, apitest.PopQueue(q))
 	createdAt := p.Messages[0].CreatedAt
-	if r := ackOK(t, s, p.Messages[0], "failed", ""); r.DLQ {
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); r.DLQ {
 		t.Fatalf("%+v", r)
 	}
 
@@ -95,7 +95,7 @@ func TestD10_MessageStatusPerGroup(t *testing.T) {
 	for _, want := range []struct {
 		group, status string
 		attempts      int
-	}{{"g1", "completed", 0}, {"g2", "processing", 0}, {"g3", "dead_letter", 0}, {queueMode, "pending", 1}} {
+	}{{"g1", "completed", 0}, {"g2", "processing", 0}, {"g3", "dead_letter", 0}, {apitest.QueueMode, "pending", 1}} {
 		st, n := v.groupState(want.group)
 		if st != want.status || n != want.attempts {
 			t.Errorf("m1 group %s: status %q attempts %d, want %q %d (view %+v)", want.group, st, n, want.status,
@@ -120,7 +120,7 @@ func TestD10_MessageStatusPerGroup(t *testing.T) {
 
 	for _, path := range []string{"/api/v1/messages/" + pid + "/no-such-tx", "/api/v1/messages/" + uuid.NewString() + "/" + m1} {
 		r := s.Get(t, path)
-		if e := wantErrorBody(t, r, 404); e != "Message not found" {
+		if e := apitest.WantErrorBody(t, r, 404); e != "Message not found" {
 			t.Errorf("%s: error %q", path, e)
 		}
 	}
@@ -134,23 +134,23 @@ func TestD10_AckBeyondPrefixIsNotCompleted(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d10-beyond")
-	ps := pushN(t, s, q, "", 2)
+	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	p := popOK(t, s, wildcard(q, "batch", "2", "leaseSeconds", "2"))
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "2"))
 	// The lease runs from the claim's start, which is before the answer
 	// arrived, so it has expired 2 s after the answer, however slow the pop.
 	popped := time.Now()
-	ackOK(t, s, p.Messages[1], "completed", "")
+	s.AckOK(t, p.Messages[1], "completed", "")
 	if v := getMessage(t, s, pid, ps[1].Tx); v.Status != "processing" {
 		t.Errorf("m2 acked beyond the prefix inside a live lease: status %q, want processing", v.Status)
 	}
 	time.Sleep(time.Until(popped.Add(2100 * time.Millisecond)))
 	if v := getMessage(t, s, pid, ps[1].Tx); v.Status != "pending" {
 		t.Errorf("m2 after its lease expired: status %q, want pending (committed %d < its offset %d)", v.Status,
-			readCursor(t, pid, "").Committed, offsetOf(t, pid, ps[1].Tx))
+			apitest.ReadCursor(t, pid, "").Committed, offsetOf(t, pid, ps[1].Tx))
 	}
-	p2 := popWithin(t, s, wildcard(q, "batch", "2"), 3*time.Second)
-	if p2 == nil || p2.Messages[0].TransactionID != ps[0].Tx {
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "2"), 3*time.Second, 100*time.Millisecond)
+	if p2.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("redelivery %+v", p2)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,48 +14,6 @@ import (
 
 	"github.com/queengo/queengo/http/apitest"
 )
-
-// popCtx pops without a test (for goroutines): nil on 204.
-func popCtx(ctx context.Context, s *apitest.Server, path string) (*apitest.PopResponse, error) {
-	r, err := s.DoCtx(ctx, "GET", path, nil)
-	if err != nil {
-		return nil, err
-	}
-	switch r.Status {
-	case 204:
-		return nil, nil
-	case 200:
-		var p apitest.PopResponse
-		if err := json.Unmarshal(r.Body, &p); err != nil {
-			return nil, fmt.Errorf("pop 200 body %q: %v", r.Body, err)
-		}
-		if len(p.Messages) == 0 {
-			return nil, fmt.Errorf("pop 200 without messages: %s", r.Body)
-		}
-		return &p, nil
-	}
-	return nil, fmt.Errorf("pop %s: %d %s", path, r.Status, r.Body)
-}
-
-// batchCtx posts a batch ack without a test.
-func batchCtx(ctx context.Context, s *apitest.Server, group string, items []map[string]any) ([]ackRes, error) {
-	body := map[string]any{"acknowledgments": items}
-	if group != "" {
-		body["consumerGroup"] = group
-	}
-	r, err := s.DoCtx(ctx, "POST", "/api/v1/ack/batch", body)
-	if err != nil {
-		return nil, err
-	}
-	if r.Status != 200 {
-		return nil, fmt.Errorf("batch ack: %d %s", r.Status, r.Body)
-	}
-	var out []ackRes
-	if err := json.Unmarshal(r.Body, &out); err != nil || len(out) != len(items) {
-		return nil, fmt.Errorf("batch ack answer %q for %d items (%v)", r.Body, len(items), err)
-	}
-	return out, nil
-}
 
 // allCommitted reports whether every (partition, group) of the queue has a
 // cursor at the partition's head, and how many pairs are.
@@ -95,7 +54,7 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "prop1")
-	configure(t, s, q, map[string]any{"retryLimit": 2, "retryDelay": 0, "leaseTime": 60})
+	s.Configure(t, q, map[string]any{"retryLimit": 2, "retryDelay": 0, "leaseTime": 60})
 	const (
 		nParts    = 8
 		perPart   = 50
@@ -177,9 +136,13 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 		for ctx.Err() == nil {
 			lease := 1 + rng.IntN(2)
 			capParts := []string{"1", "2", "0"}[rng.IntN(3)]
-			path := wildcard(q, "consumerGroup", group, "batch", fmt.Sprint(1+rng.IntN(10)), "partitions", capParts,
+			path := apitest.PopQueue(q, "consumerGroup", group, "batch", fmt.Sprint(1+rng.IntN(10)), "partitions", capParts,
 				"wait", "true", "timeout", "400", "leaseSeconds", fmt.Sprint(lease))
-			p, err := popCtx(ctx, s, path)
+			r, err := s.PopCtx(ctx, path)
+			var p *apitest.PopResponse
+			if err == nil {
+				p, err = r.Delivered()
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					fail("%s pop: %v", group, err)
@@ -221,13 +184,13 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 			case x < 24: // a random subset, one by one; the rest expires
 				for _, m := range p.Messages {
 					if rng.IntN(2) == 0 {
-						items = append(items, ackItem(m, statusOf(m)))
+						items = append(items, apitest.AckItem(m, statusOf(m)))
 					}
 				}
 				rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
 			default: // everything, in one batch
 				for _, m := range p.Messages {
-					items = append(items, ackItem(m, statusOf(m)))
+					items = append(items, apitest.AckItem(m, statusOf(m)))
 				}
 			}
 			if len(items) == 0 {
@@ -242,7 +205,7 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 				}
 			}
 			for _, c := range chunks {
-				res, err := batchCtx(ctx, s, group, c)
+				res, err := s.AckBatchCtx(ctx, group, c)
 				if err != nil {
 					if ctx.Err() == nil {
 						fail("%s ack: %v", group, err)
@@ -254,9 +217,9 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 					k := group + "/" + c[i]["transactionId"].(string)
 					switch {
 					case !r.Success:
-						ackErrors[r.errText()]++
-						if r.errText() != "Invalid or expired lease" {
-							errs = append(errs, fmt.Sprintf("ack %s: %+v %s", k, r, r.errText()))
+						ackErrors[r.ErrText()]++
+						if r.ErrText() != "Invalid or expired lease" {
+							errs = append(errs, fmt.Sprintf("ack %s: %+v %s", k, r, r.ErrText()))
 						}
 					case r.DLQ:
 						dlqAck[k] = true
@@ -385,7 +348,7 @@ func TestProperty_ConsumersEndCompletedOrDeadLetteredExactlyOnce(t *testing.T) {
 		// First deliveries in offset order per partition.
 		for pid, name := range pidName {
 			got := first[g+"/"+pid]
-			if !sameList(got, pushOrder[name]) {
+			if !slices.Equal(got, pushOrder[name]) {
 				t.Errorf("%s/%s: first deliveries out of push order (or missing):\n got %v\nwant %v", g, name, got,
 					pushOrder[name])
 			}
@@ -410,9 +373,9 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 		perPart   = 12
 		consumers = 8
 	)
-	var all []pushed
+	var all apitest.Pushed
 	for i := range nParts {
-		all = append(all, pushN(t, s, q, fmt.Sprintf("r%d", i), perPart)...)
+		all = append(all, s.PushN(t, q, fmt.Sprintf("r%d", i), perPart)...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -438,9 +401,13 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 	consume := func(seed uint64) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		for ctx.Err() == nil {
-			path := wildcard(q, "batch", fmt.Sprint(1+rng.IntN(4)), "wait", "true", "timeout", "400", "leaseSeconds", "1")
+			path := apitest.PopQueue(q, "batch", fmt.Sprint(1+rng.IntN(4)), "wait", "true", "timeout", "400", "leaseSeconds", "1")
 			sent := time.Now()
-			p, err := popCtx(ctx, s, path)
+			r, err := s.PopCtx(ctx, path)
+			var p *apitest.PopResponse
+			if err == nil {
+				p, err = r.Delivered()
+			}
 			recv := time.Now()
 			if err != nil {
 				if ctx.Err() == nil {
@@ -454,7 +421,7 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 				continue
 			}
 			mu.Lock()
-			pops = append(pops, popRec{lease: p.LeaseID, sent: sent, recv: recv, txs: txs(p.Messages)})
+			pops = append(pops, popRec{lease: p.LeaseID, sent: sent, recv: recv, txs: p.TxIDs()})
 			rounds++
 			mu.Unlock()
 			delay := 800*time.Millisecond + time.Duration(rng.IntN(400))*time.Millisecond
@@ -465,7 +432,7 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 			}
 			items := make([]map[string]any, len(p.Messages))
 			for i, m := range p.Messages {
-				items[i] = ackItem(m, "completed")
+				items[i] = apitest.AckItem(m, "completed")
 			}
 			var chunks [][]map[string]any
 			if rng.IntN(2) == 0 {
@@ -478,7 +445,7 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 			}
 			for _, c := range chunks {
 				at := time.Now()
-				res, err := batchCtx(ctx, s, "", c)
+				res, err := s.AckBatchCtx(ctx, nil, c)
 				if err != nil {
 					if ctx.Err() == nil {
 						mu.Lock()
@@ -489,14 +456,14 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 				}
 				mu.Lock()
 				for i, r := range res {
-					results[fmt.Sprintf("success=%v error=%s", r.Success, r.errText())]++
+					results[fmt.Sprintf("success=%v error=%s", r.Success, r.ErrText())]++
 					if r.Success {
 						acked = append(acked, ackRec{lease: p.LeaseID, tx: c[i]["transactionId"].(string), sent: at})
 						if at.Sub(recv) > time.Second {
 							lateOK++
 						}
-					} else if r.errText() != "Invalid or expired lease" {
-						errs = append(errs, fmt.Sprintf("ack: %+v %s", r, r.errText()))
+					} else if r.ErrText() != "Invalid or expired lease" {
+						errs = append(errs, fmt.Sprintf("ack: %+v %s", r, r.ErrText()))
 					}
 				}
 				mu.Unlock()
@@ -509,7 +476,7 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 	}
 	reached := false
 	for ctx.Err() == nil {
-		ok, _, err := allCommitted(q, []string{queueMode}, nParts)
+		ok, _, err := allCommitted(q, []string{apitest.QueueMode}, nParts)
 		if err != nil {
 			t.Errorf("checking cursors: %v", err)
 		}
@@ -534,7 +501,7 @@ func TestProperty_AckRacingLeaseExpiryNeverDoubleCommits(t *testing.T) {
 
 	for i := range nParts {
 		pid := all[i*perPart].PartitionID
-		c := readCursor(t, pid, "")
+		c := apitest.ReadCursor(t, pid, "")
 		if c.Committed != perPart || c.Consumed != perPart {
 			t.Errorf("partition r%d: committed %d, advanced %d times, want %d both", i, c.Committed, c.Consumed, perPart)
 		}

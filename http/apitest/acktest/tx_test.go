@@ -67,27 +67,12 @@ func pushOp(items ...map[string]any) map[string]any {
 }
 
 func ackOp(m apitest.Message, status, group string) map[string]any {
-	op := ackItem(m, status)
+	op := apitest.AckItem(m, status)
 	op["type"] = "ack"
 	if group != "" {
 		op["consumerGroup"] = group
 	}
 	return op
-}
-
-// queueData counts what the database holds for a queue: segments, index
-// entries and the sum of partition heads.
-func queueData(t testing.TB, queue string) (segments, txids, heads int64) {
-	t.Helper()
-	err := apitest.DB.QueryRow(`WITH p AS (SELECT p.id, p.head FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
- WHERE q.name = $1)
-SELECT (SELECT count(*) FROM queen.segments WHERE partition_id IN (SELECT id FROM p)),
-       (SELECT count(*) FROM queen.txids WHERE partition_id IN (SELECT id FROM p)),
-       (SELECT coalesce(sum(head), 0)::bigint FROM p)`, []any{queue}, &segments, &txids, &heads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return
 }
 
 // D7, X-1, X-2 and api.md 4.5: pushes and acks commit together; the answer
@@ -98,8 +83,8 @@ func TestD7_TransactionCommitsPushesAndAcks(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	src, dst := apitest.Unique(t, "d7-src"), apitest.Unique(t, "d7-dst")
-	ps := pushN(t, s, src, "", 1)
-	p := popOK(t, s, wildcard(src))
+	ps := s.PushN(t, src, "", 1)
+	p := s.PopOK(t, apitest.PopQueue(src))
 	a := transact(t, s, 200, map[string]any{"operations": []any{
 		ackOp(p.Messages[0], "completed", ""),
 		pushOp(map[string]any{"queue": dst, "partition": "out", "payload": map[string]any{"k": 1.0}, "transactionId": "d7-a"},
@@ -131,13 +116,11 @@ func TestD7_TransactionCommitsPushesAndAcks(t *testing.T) {
 			t.Fatalf("push result partitionId %q", r.PartitionID)
 		}
 	}
-	if c := readCursor(t, ps[0].PartitionID, ""); c.Committed != offsetOf(t, ps[0].PartitionID, ps[0].Tx) || c.LeaseID != nil {
+	if c := apitest.ReadCursor(t, ps[0].PartitionID, ""); c.Committed != offsetOf(t, ps[0].PartitionID, ps[0].Tx) || c.LeaseID != "" {
 		t.Fatalf("the ack did not commit: %+v", c)
 	}
-	got := popWithin(t, s, single(dst, "out", "batch", "10"), 3*time.Second)
-	if got == nil || !sameList(txs(got.Messages), []string{"d7-a", "d7-b"}) {
-		t.Fatalf("pushed messages not poppable in order: %+v", got)
-	}
+	got := s.PopUntil(t, apitest.PopPartition(dst, "out", "batch", "10"), 3*time.Second, 100*time.Millisecond)
+	apitest.WantTxIDs(t, "the transaction's pushes", got, []string{"d7-a", "d7-b"})
 	if got.Messages[0].ID != a.Results[1].MessageID || got.Messages[0].PartitionID != a.Results[1].PartitionID {
 		t.Fatalf("popped %+v, push result %+v", got.Messages[0], a.Results[1])
 	}
@@ -171,11 +154,11 @@ func TestD7_TransactionAllOrNothing(t *testing.T) {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			src, dst := apitest.Unique(t, "d7-src"), apitest.Unique(t, "d7-dst")
-			ps := pushN(t, s, src, "", 3)
+			ps := s.PushN(t, src, "", 3)
 			pid := ps[0].PartitionID
-			p := popOK(t, s, wildcard(src, "batch", "2", "leaseSeconds", "60"))
-			segs0, txids0, head0 := queueData(t, src)
-			before := readCursor(t, pid, "")
+			p := s.PopOK(t, apitest.PopQueue(src, "batch", "2", "leaseSeconds", "60"))
+			before0 := apitest.QueueCounts(t, src)
+			before := apitest.ReadCursor(t, pid, "")
 			a := transact(t, s, 409, map[string]any{"operations": []any{
 				pushOp(map[string]any{"queue": dst, "payload": map[string]any{"x": 1.0}, "transactionId": "gone-1"}),
 				ackOp(p.Messages[0], "completed", ""),
@@ -186,20 +169,20 @@ func TestD7_TransactionAllOrNothing(t *testing.T) {
 			if !strings.Contains(*a.Error, tc.reason) {
 				t.Fatalf("error %q, want it to name %q", *a.Error, tc.reason)
 			}
-			if segs, txids, heads := queueData(t, dst); segs != 0 || txids != 0 || heads != 0 {
-				t.Fatalf("the rolled-back push to %s left %d segments, %d txids, heads %d", dst, segs, txids, heads)
+			if c := apitest.QueueCounts(t, dst); c.Segments != 0 || c.Txids != 0 || c.Heads != 0 {
+				t.Fatalf("the rolled-back push to %s left %d segments, %d txids, heads %d", dst, c.Segments, c.Txids, c.Heads)
 			}
-			if segs, txids, heads := queueData(t, src); segs != segs0 || txids != txids0 || heads != head0 {
+			if c := apitest.QueueCounts(t, src); c.Segments != before0.Segments || c.Txids != before0.Txids || c.Heads != before0.Heads {
 				t.Fatalf("the rolled-back push to %s left segments %d->%d txids %d->%d head %d->%d",
-					src, segs0, segs, txids0, txids, head0, heads)
+					src, before0.Segments, c.Segments, before0.Txids, c.Txids, before0.Heads, c.Heads)
 			}
-			after := readCursor(t, pid, "")
-			if after.Committed != before.Committed || len(after.Acked) != 0 || !after.Live || *after.LeaseID != p.LeaseID {
+			after := apitest.ReadCursor(t, pid, "")
+			if after.Committed != before.Committed || len(after.Acked) != 0 || !after.Live || after.LeaseID != p.LeaseID {
 				t.Fatalf("the rolled-back acks moved the cursor: before %+v after %+v", before, after)
 			}
-			popNone(t, s, wildcard(dst))
+			s.PopEmpty(t, apitest.PopQueue(dst))
 			// The lease still acks outside the transaction.
-			ackOK(t, s, p.Messages[0], "completed", "")
+			s.AckOK(t, p.Messages[0], "completed", "")
 		})
 	}
 }
@@ -237,8 +220,8 @@ func TestX1_MalformedTransactionIs400(t *testing.T) {
 			t.Fatalf("body %q: %s", body, r.Body)
 		}
 	}
-	if segs, _, _ := queueData(t, q); segs != 0 {
-		t.Fatalf("a rejected transaction pushed %d segments", segs)
+	if c := apitest.QueueCounts(t, q); c.Segments != 0 {
+		t.Fatalf("a rejected transaction pushed %d segments", c.Segments)
 	}
 }
 
@@ -267,10 +250,8 @@ func TestD7_DuplicatePushInTransactionIsReported(t *testing.T) {
 	if a.Results[0].MessageID != res[0].MessageID {
 		t.Errorf("duplicate of the stored message reports %s, want the stored id %s", a.Results[0].MessageID, res[0].MessageID)
 	}
-	p := popOK(t, s, wildcard(q, "batch", "10"))
-	if !sameList(txs(p.Messages), []string{"stored-1", "fresh-1"}) {
-		t.Fatalf("queue holds %v", txs(p.Messages))
-	}
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "10"))
+	apitest.WantTxIDs(t, "the queue", p, []string{"stored-1", "fresh-1"})
 	if p.Messages[0].Data != "first" || p.Messages[1].Data != "fresh" {
 		t.Fatalf("payloads %v %v", p.Messages[0].Data, p.Messages[1].Data)
 	}
@@ -284,14 +265,14 @@ func TestD7_FailedAckInTransactionBehavesAsAck(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d7-failed")
-	configure(t, s, q, map[string]any{"retryLimit": 1, "retryDelay": 0})
-	ps := pushN(t, s, q, "", 1)
+	s.Configure(t, q, map[string]any{"retryLimit": 1, "retryDelay": 0})
+	ps := s.PushN(t, q, "", 1)
 	pid := ps[0].PartitionID
 	off := offsetOf(t, pid, ps[0].Tx)
 	step := func(status string, wantDLQ bool, wantFailures int) {
 		t.Helper()
-		p := popWithin(t, s, wildcard(q), 3*time.Second)
-		if p == nil || p.Messages[0].TransactionID != ps[0].Tx {
+		p := s.PopUntil(t, apitest.PopQueue(q), 3*time.Second, 100*time.Millisecond)
+		if p.Messages[0].TransactionID != ps[0].Tx {
 			t.Fatalf("before %s: %+v", status, p)
 		}
 		a := transact(t, s, 200, map[string]any{"operations": []any{ackOp(p.Messages[0], status, "")}})
@@ -301,7 +282,7 @@ func TestD7_FailedAckInTransactionBehavesAsAck(t *testing.T) {
 		if n := failures(t, pid, "", off); n < wantFailures || (!wantDLQ && n != wantFailures) {
 			t.Fatalf("after %s: attempts %d, want %d", status, n, wantFailures)
 		}
-		if c := readCursor(t, pid, ""); c.LeaseID != nil {
+		if c := apitest.ReadCursor(t, pid, ""); c.LeaseID != "" {
 			t.Fatalf("after %s the lease is still held: %+v", status, c)
 		}
 	}
@@ -313,7 +294,7 @@ func TestD7_FailedAckInTransactionBehavesAsAck(t *testing.T) {
 	if *l.Total != 1 || l.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("dead letters %+v", l.Messages)
 	}
-	if c := readCursor(t, pid, ""); c.Committed != off {
+	if c := apitest.ReadCursor(t, pid, ""); c.Committed != off {
 		t.Fatalf("committed %d, want past the dead letter %d", c.Committed, off)
 	}
 }

@@ -39,17 +39,6 @@ func startShortTimeout(t *testing.T, d time.Duration) *apitest.Server {
 	return apitest.StartWith(t, apitest.StartOpts{Env: []string{"HTTP_READ_TIMEOUT_MS=" + strconv.FormatInt(d.Milliseconds(), 10)}})
 }
 
-// dial opens a TCP connection to the broker, closed at the end of the test.
-func dial(t testing.TB, s *apitest.Server) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(s.Port), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // closed is how a connection ended, seen from the client.
 type closed struct {
 	got     []byte        // what the broker sent before closing
@@ -114,14 +103,6 @@ func get(path string) string {
 	return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 }
 
-// configure creates an empty queue.
-func configure(t testing.TB, s *apitest.Server, queue string) {
-	t.Helper()
-	if r := s.Post(t, "/api/v1/configure", map[string]any{"queue": queue}); r.Status != 200 {
-		t.Fatalf("configure %s: %d %s", queue, r.Status, r.Body)
-	}
-}
-
 // parkedPops reads the queengo_parked_pops gauge of the broker.
 func parkedPops(t testing.TB, s *apitest.Server) int {
 	t.Helper()
@@ -142,14 +123,12 @@ func parkedPops(t testing.TB, s *apitest.Server) int {
 // waitParked polls the parked pops until there are n, for at most d.
 func waitParked(t testing.TB, s *apitest.Server, n int, d time.Duration) bool {
 	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
-		if parkedPops(t, s) == n {
-			return true
+	return apitest.Eventually(d, 20*time.Millisecond, func() error {
+		if got := parkedPops(t, s); got != n {
+			return fmt.Errorf("%d parked pops", got)
 		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
+		return nil
+	}) == nil
 }
 
 // waitUnparked polls the parked pops until none has been parked for hold,

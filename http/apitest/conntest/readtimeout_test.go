@@ -18,7 +18,7 @@ func TestConn_SilentConnectionClosedAfterReadTimeout(t *testing.T) {
 	t.Parallel()
 	s := startShortTimeout(t, readTimeout)
 	start := time.Now()
-	c := dial(t, s)
+	c := s.Dial(t)
 	r := awaitClose(c, start, readTimeout+margin+5*time.Second)
 	checkClosedWithin(t, r, readTimeout*9/10, readTimeout+margin)
 }
@@ -31,7 +31,7 @@ func TestConn_SlowlorisClosedAfterReadTimeout(t *testing.T) {
 	const timeout = 2 * readTimeout
 	s := startShortTimeout(t, timeout)
 	start := time.Now()
-	c := dial(t, s)
+	c := s.Dial(t)
 	stop := make(chan struct{})
 	sent := make(chan int, 1)
 	go func() {
@@ -76,7 +76,7 @@ func TestConn_ShortBodyClosedAfterReadTimeout(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{"items": []apitest.PushItem{{Queue: q, TransactionID: "cut", Payload: map[string]any{"n": 2}}}})
 	start := time.Now()
-	c := dial(t, s)
+	c := s.Dial(t)
 	req := fmt.Sprintf("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		len(body)+100, body)
 	if _, err := io.WriteString(c, req); err != nil {
@@ -101,8 +101,8 @@ func TestConn_LongPollOutlivesReadTimeout(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "lp-empty")
-		configure(t, s, q)
-		c := dial(t, s)
+		s.Configure(t, q, nil)
+		c := s.Dial(t)
 		br := bufio.NewReader(c)
 		start := time.Now()
 		// The first request of a new connection: the read deadline was set
@@ -123,8 +123,8 @@ func TestConn_LongPollOutlivesReadTimeout(t *testing.T) {
 	t.Run("push", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "lp-push")
-		configure(t, s, q)
-		c := dial(t, s)
+		s.Configure(t, q, nil)
+		c := s.Dial(t)
 		br := bufio.NewReader(c)
 		start := time.Now()
 		type answer struct {
@@ -174,7 +174,7 @@ func TestConn_LongPollOutlivesReadTimeout(t *testing.T) {
 func TestConn_KeepAliveGapLongerThanReadTimeout(t *testing.T) {
 	t.Parallel()
 	s := startShortTimeout(t, readTimeout)
-	c := dial(t, s)
+	c := s.Dial(t)
 	br := bufio.NewReader(c)
 	for i := 0; i < 2; i++ {
 		if i > 0 {
@@ -200,9 +200,9 @@ func TestConn_LongPollHangUpDetectedAfterReadTimeout(t *testing.T) {
 	t.Parallel()
 	s := startShortTimeout(t, readTimeout)
 	q := apitest.Unique(t, "lp-gone")
-	configure(t, s, q)
+	s.Configure(t, q, nil)
 	start := time.Now()
-	c := dial(t, s)
+	c := s.Dial(t)
 	if _, err := io.WriteString(c, get(apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "30000"))); err != nil {
 		t.Fatal(err)
 	}

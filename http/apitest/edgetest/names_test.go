@@ -29,29 +29,29 @@ func roundTrip(t *testing.T, s *apitest.Server, q string) map[string]string {
 	first := map[string]string{}
 	pids := map[string]string{}
 	for _, part := range oddPartitions {
-		tx := txid("tx/a b")
-		res := pushItems(t, s,
+		tx := apitest.TxID("tx/a b")
+		res := s.PushQueued(t,
 			apitest.PushItem{Queue: q, Partition: part, TransactionID: tx, Payload: map[string]any{"p": part}},
-			apitest.PushItem{Queue: q, Partition: part, TransactionID: txid("t2"), Payload: 2})
+			apitest.PushItem{Queue: q, Partition: part, TransactionID: apitest.TxID("t2"), Payload: 2})
 		first[part], pids[part] = tx, res[0].PartitionID
 	}
 
 	// The partition route, names in the path.
 	for _, part := range oddPartitions {
 		path := apitest.PopPartition(q, part, "consumerGroup", g1)
-		p := popOK(t, s, path)
+		p := s.PopOK(t, path)
 		m := p.Messages[0]
 		if p.Queue != q || p.Partition != part || m.Partition != part || m.TransactionID != first[part] ||
 			m.PartitionID != pids[part] || p.ConsumerGroup != g1 || m.ConsumerGroup != g1 {
 			t.Fatalf("GET %s: queue %q partition %q group %q, message %+v; want %q %q %q tx %q", path, p.Queue,
 				p.Partition, p.ConsumerGroup, m, q, part, g1, first[part])
 		}
-		ackOK(t, s, m, g1)
+		s.AckOK(t, m, "completed", g1)
 	}
 
 	// The queue route, every partition at once; batch ack in group g2.
 	path := apitest.PopQueue(q, "consumerGroup", g2, "batch", "100", "partitions", "0")
-	p := popOK(t, s, path)
+	p := s.PopOK(t, path)
 	if p.Queue != q || len(p.Messages) != 2*len(oddPartitions) {
 		t.Fatalf("GET %s: queue %q, %d messages, want %q and %d", path, p.Queue, len(p.Messages), q, 2*len(oddPartitions))
 	}
@@ -66,7 +66,7 @@ func roundTrip(t *testing.T, s *apitest.Server, q string) map[string]string {
 		if m.PartitionID != pids[m.Partition] {
 			t.Fatalf("message %+v: partitionId of %q is %q", m, m.Partition, pids[m.Partition])
 		}
-		items[i] = ackItem(m, "completed")
+		items[i] = apitest.AckItem(m, "completed")
 	}
 	want := append([]string(nil), oddPartitions...)
 	sort.Strings(got)
@@ -74,14 +74,14 @@ func roundTrip(t *testing.T, s *apitest.Server, q string) map[string]string {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the queue route delivered partitions %q, want %q", got, want)
 	}
-	batchOK(t, s, map[string]any{"consumerGroup": g2, "acknowledgments": items}, len(items))
+	s.AckBatchOK(t, g2, items...)
 
 	// The message route, a transaction id with "/" and a space in the path.
 	for _, part := range oddPartitions {
 		path := "/api/v1/messages/" + pids[part] + "/" + url.PathEscape(first[part])
-		r := get(t, s, path)
+		r := s.Get(t, path)
 		if r.Status != 200 {
-			t.Fatalf("GET %s: %d %s", path, r.Status, clip(r.Body))
+			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
 		}
 		var m struct {
 			TransactionID  string `json:"transactionId"`
@@ -106,9 +106,9 @@ func roundTrip(t *testing.T, s *apitest.Server, q string) map[string]string {
 	}
 
 	// The DLQ filters take the names as query values.
-	r := get(t, s, "/api/v1/dlq"+apitest.Query("queue", q, "partition", oddPartitions[0], "consumerGroup", g1))
+	r := s.Get(t, "/api/v1/dlq"+apitest.Query("queue", q, "partition", oddPartitions[0], "consumerGroup", g1))
 	if r.Status != 200 {
-		t.Fatalf("GET /api/v1/dlq: %d %s", r.Status, clip(r.Body))
+		t.Fatalf("GET /api/v1/dlq: %d %s", r.Status, r.Body)
 	}
 	return first
 }
@@ -118,9 +118,9 @@ func roundTrip(t *testing.T, s *apitest.Server, q string) map[string]string {
 func deleteQueue(t *testing.T, s *apitest.Server, q string) {
 	t.Helper()
 	path := "/api/v1/resources/queues/" + url.PathEscape(q)
-	r := do(t, s, "DELETE", path, nil)
+	r := s.Do(t, "DELETE", path, nil)
 	if r.Status != 200 {
-		t.Fatalf("DELETE %s: %d %s", path, r.Status, clip(r.Body))
+		t.Fatalf("DELETE %s: %d %s", path, r.Status, r.Body)
 	}
 	var out struct {
 		Deleted bool   `json:"deleted"`
@@ -131,7 +131,7 @@ func deleteQueue(t *testing.T, s *apitest.Server, q string) {
 	if !out.Deleted || !out.Existed || out.Queue != q {
 		t.Fatalf("DELETE %s: %s", path, r.Body)
 	}
-	if n := queueRows(t, q); n != 0 {
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("DELETE %s left the queue", path)
 	}
 }
@@ -151,8 +151,8 @@ func TestQueueNameWithSlashRoundTrips(t *testing.T) {
 	roundTrip(t, s, q)
 	deleteQueue(t, s, q)
 	// A later push recreates it.
-	pushN(t, s, q, "orders/eu", 1)
-	p := popOK(t, s, apitest.PopPartition(q, "orders/eu"))
+	s.PushN(t, q, "orders/eu", 1)
+	p := s.PopOK(t, apitest.PopPartition(q, "orders/eu"))
 	if p.Queue != q || p.Messages[0].Partition != "orders/eu" {
 		t.Fatalf("after re-creation: %+v", p)
 	}
@@ -185,8 +185,8 @@ func TestQueueNameWithAccentRoundTripsAndDiscovers(t *testing.T) {
 	}
 	for i, scope := range [][]string{{"namespace", ns}, {"namespace", ns, "task", "orders"}} {
 		group := fmt.Sprintf("disc %d@ü", i)
-		path := "/api/v1/pop" + apitest.Query(append(scope, "consumerGroup", group, "batch", "100", "partitions", "0")...)
-		p := popOK(t, s, path)
+		path := apitest.PopDiscovery(append(scope, "consumerGroup", group, "batch", "100", "partitions", "0")...)
+		p := s.PopOK(t, path)
 		if len(p.Messages) != 2*len(oddPartitions) {
 			t.Fatalf("GET %s: %d messages, want %d", path, len(p.Messages), 2*len(oddPartitions))
 		}
@@ -209,15 +209,15 @@ func TestConsumerGroupWithSpaceAndAtSubscribes(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-sub")
 	group := apitest.Unique(t, "billing team@x.com")
-	pushN(t, s, q, "", 1)
-	popOK(t, s, apitest.PopQueue(q, "consumerGroup", group))
+	s.PushN(t, q, "", 1)
+	s.PopOK(t, apitest.PopQueue(q, "consumerGroup", group))
 	for _, path := range []string{
 		"/api/v1/consumer-groups/" + url.PathEscape(group) + "/subscription",
 		"/api/v1/consumer-groups/" + strings.ReplaceAll(url.PathEscape(group), "@", "%40") + "/subscription",
 	} {
-		r := post(t, s, path, map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"})
+		r := s.Post(t, path, map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"})
 		if r.Status != 200 {
-			t.Fatalf("POST %s: %d %s", path, r.Status, clip(r.Body))
+			t.Fatalf("POST %s: %d %s", path, r.Status, r.Body)
 		}
 		var out struct {
 			Success       bool   `json:"success"`
@@ -256,29 +256,29 @@ type nameSite struct {
 func nameSites(q string) map[string]nameSite {
 	return map[string]nameSite{
 		"push queue": {"queue", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return post(t, s, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: name, Payload: 1}}})
+			return s.Post(t, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: name, Payload: 1}}})
 		}},
 		"push partition": {"partition", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return post(t, s, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q, Partition: name, Payload: 1}}})
+			return s.Post(t, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q, Partition: name, Payload: 1}}})
 		}},
 		"configure queue": {"queue", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return post(t, s, "/api/v1/configure", map[string]any{"queue": name})
+			return s.Post(t, "/api/v1/configure", map[string]any{"queue": name})
 		}},
 		"pop queue path": {"queue", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return get(t, s, apitest.PopQueue(name))
+			return s.Get(t, apitest.PopQueue(name))
 		}},
 		"pop partition path": {"partition", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return get(t, s, apitest.PopPartition(q, name))
+			return s.Get(t, apitest.PopPartition(q, name))
 		}},
 		"pop consumerGroup": {"consumerGroup", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return get(t, s, apitest.PopQueue(q, "consumerGroup", name))
+			return s.Get(t, apitest.PopQueue(q, "consumerGroup", name))
 		}},
 		"subscription group path": {"group", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return post(t, s, "/api/v1/consumer-groups/"+url.PathEscape(name)+"/subscription",
+			return s.Post(t, "/api/v1/consumer-groups/"+url.PathEscape(name)+"/subscription",
 				map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"})
 		}},
 		"delete queue path": {"queue", func(t *testing.T, s *apitest.Server, name string) *apitest.Response {
-			return do(t, s, "DELETE", "/api/v1/resources/queues/"+url.PathEscape(name), nil)
+			return s.Do(t, "DELETE", "/api/v1/resources/queues/"+url.PathEscape(name), nil)
 		}},
 	}
 }
@@ -293,13 +293,13 @@ func TestNameWithControlCharOrNULOrOver255BytesIs400(t *testing.T) {
 	for site, ns := range nameSites(q) {
 		for what, name := range badNames {
 			t.Run(site+"/"+what, func(t *testing.T) {
-				if _, err := checkError(ns.send(t, s, name), 400, ns.field); err != nil {
+				if _, err := apitest.CheckError(ns.send(t, s, name), 400, ns.field); err != nil {
 					t.Fatal(err)
 				}
 			})
 		}
 	}
-	if n := dbInt(t, `SELECT count(*) FROM queen.queues WHERE name = ANY($1::text[]) OR name = $2`,
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE name = ANY($1::text[]) OR name = $2`,
 		storable(badNames), q); n != 0 {
 		t.Fatalf("rejected requests created %d queues", n)
 	}
@@ -323,7 +323,7 @@ func TestNameWithInvalidUTF8InPathIs400(t *testing.T) {
 			if c.method == "POST" {
 				body = map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}
 			}
-			if _, err := checkError(do(t, s, c.method, c.path, body), 400, c.field); err != nil {
+			if _, err := apitest.CheckError(s.Do(t, c.method, c.path, body), 400, c.field); err != nil {
 				t.Errorf("%s %s: %v", c.method, c.path, err)
 			}
 		}
@@ -342,18 +342,18 @@ func TestNameOf255BytesIsAccepted(t *testing.T) {
 		if len(q) != 255 || len(part) != 255 || len(group) != 255 {
 			t.Fatalf("lengths %d %d %d", len(q), len(part), len(group))
 		}
-		pushN(t, s, q, part, 1)
-		p := popOK(t, s, apitest.PopPartition(q, part, "consumerGroup", group))
+		s.PushN(t, q, part, 1)
+		p := s.PopOK(t, apitest.PopPartition(q, part, "consumerGroup", group))
 		if p.Queue != q || p.Messages[0].Partition != part || p.ConsumerGroup != group {
 			t.Fatalf("pop of a 255-byte queue/partition/group: %+v", p)
 		}
-		ackOK(t, s, p.Messages[0], group)
+		s.AckOK(t, p.Messages[0], "completed", group)
 		deleteQueue(t, s, q)
 		// One byte more is refused.
-		wantError(t, post(t, s, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q + "x", Payload: 1}}}),
+		apitest.WantError(t, s.Post(t, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q + "x", Payload: 1}}}),
 			400, "queue")
-		wantError(t, get(t, s, apitest.PopPartition(q, part+"x")), 400, "partition")
-		wantError(t, get(t, s, apitest.PopQueue(q, "consumerGroup", group+"x")), 400, "consumerGroup")
+		apitest.WantError(t, s.Get(t, apitest.PopPartition(q, part+"x")), 400, "partition")
+		apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "consumerGroup", group+"x")), 400, "consumerGroup")
 	}
 }
 

@@ -18,7 +18,7 @@ func popRoutes(queue, namespace string) map[string]func(pairs ...string) string 
 		"queue":     func(pairs ...string) string { return apitest.PopQueue(queue, pairs...) },
 		"partition": func(pairs ...string) string { return apitest.PopPartition(queue, "Default", pairs...) },
 		"discovery": func(pairs ...string) string {
-			return "/api/v1/pop" + apitest.Query(append([]string{"namespace", namespace}, pairs...)...)
+			return apitest.PopDiscovery(append([]string{"namespace", namespace}, pairs...)...)
 		},
 	}
 }
@@ -54,8 +54,8 @@ func TestPopNumericParamNotANumberOrOutOfRangeIs400(t *testing.T) {
 						p = path(param, v, "wait", "true")
 					}
 					start := time.Now()
-					r := get(t, s, p)
-					if _, err := checkError(r, 400, param); err != nil {
+					r := s.Get(t, p)
+					if _, err := apitest.CheckError(r, 400, param); err != nil {
 						t.Fatalf("GET %s after %v: %v", p, time.Since(start).Round(time.Millisecond), err)
 					}
 				})
@@ -77,9 +77,9 @@ func TestPopBadNumberCreatesNoQueue(t *testing.T) {
 		apitest.PopPartition(q, "Default", "timeout", "-1"),
 		apitest.PopPartition(q, "Default", "partitions", "2147483648"),
 	} {
-		wantError(t, get(t, s, p), 400, "")
+		apitest.WantError(t, s.Get(t, p), 400, "")
 	}
-	if n := queueRows(t, q); n != 0 {
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("rejected pops created the queue (%d rows)", n)
 	}
 }
@@ -89,30 +89,30 @@ func TestPopBatchNotANumberIs400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-batch-nan")
-	pushN(t, s, q, "", 1)
+	s.PushN(t, q, "", 1)
 	for _, v := range []string{"abc", "1.5"} {
-		wantError(t, get(t, s, apitest.PopQueue(q, "batch", v)), 400, "batch")
+		apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "batch", v)), 400, "batch")
 	}
 	// The message is still there for a correct pop.
-	popOK(t, s, apitest.PopQueue(q, "batch", "1"))
+	s.PopOK(t, apitest.PopQueue(q, "batch", "1"))
 }
 
 func TestLeaseSeconds2147483648Is400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-lease-big")
-	pushN(t, s, q, "", 1)
-	wantError(t, get(t, s, apitest.PopQueue(q, "leaseSeconds", "2147483648")), 400, "leaseSeconds")
-	popOK(t, s, apitest.PopQueue(q))
+	s.PushN(t, q, "", 1)
+	apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "leaseSeconds", "2147483648")), 400, "leaseSeconds")
+	s.PopOK(t, apitest.PopQueue(q))
 }
 
 func TestPartitions2147483648Is400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-parts-big")
-	pushN(t, s, q, "", 1)
-	wantError(t, get(t, s, apitest.PopQueue(q, "partitions", "2147483648")), 400, "partitions")
-	popOK(t, s, apitest.PopQueue(q))
+	s.PushN(t, q, "", 1)
+	apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "partitions", "2147483648")), 400, "partitions")
+	s.PopOK(t, apitest.PopQueue(q))
 }
 
 // Contract A: timeout=9223372036854775807 is 400, neither an instant answer
@@ -122,19 +122,19 @@ func TestTimeoutMaxInt64Is400(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-timeout-huge")
 	for _, wait := range []string{"true", "false"} {
-		wantError(t, get(t, s, apitest.PopQueue(q, "wait", wait, "timeout", "9223372036854775807")), 400, "timeout")
+		apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "wait", wait, "timeout", "9223372036854775807")), 400, "timeout")
 	}
-	pushN(t, s, q, "", 1)
-	wantError(t, get(t, s, apitest.PopQueue(q, "wait", "true", "timeout", "9223372036854775807")), 400, "timeout")
-	popOK(t, s, apitest.PopQueue(q))
+	s.PushN(t, q, "", 1)
+	apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "wait", "true", "timeout", "9223372036854775807")), 400, "timeout")
+	s.PopOK(t, apitest.PopQueue(q))
 }
 
 func TestTimeoutNegativeIs400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-timeout-neg")
-	wantError(t, get(t, s, apitest.PopQueue(q, "wait", "true", "timeout", "-1")), 400, "timeout")
-	wantError(t, get(t, s, apitest.PopQueue(q, "wait", "false", "timeout", "-5000")), 400, "timeout")
+	apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "wait", "true", "timeout", "-1")), 400, "timeout")
+	apitest.WantError(t, s.Get(t, apitest.PopQueue(q, "wait", "false", "timeout", "-5000")), 400, "timeout")
 }
 
 // Contract A: the ends of every range are accepted and an empty value is
@@ -150,15 +150,15 @@ func TestPopNumericBoundsAndEmptyAreAccepted(t *testing.T) {
 		{"leaseSeconds", "2592000"}, {"leaseSeconds", "1"}, {"leaseSeconds", ""},
 	} {
 		path := apitest.PopQueue(q, pairs...)
-		r := get(t, s, path)
+		r := s.Get(t, path)
 		if r.Status != 204 {
-			t.Errorf("GET %s on an empty queue: %d %s, want 204", path, r.Status, clip(r.Body))
+			t.Errorf("GET %s on an empty queue: %d %s, want 204", path, r.Status, r.Body)
 		}
 	}
 	// A long poll with the longest timeout answers at once when a message is
 	// waiting, and batch= reads as 1.
-	pushN(t, s, q, "", 2)
-	p := popOK(t, s, apitest.PopQueue(q, "wait", "true", "timeout", "3600000", "batch", "", "consumerGroup", "g1"))
+	s.PushN(t, q, "", 2)
+	p := s.PopOK(t, apitest.PopQueue(q, "wait", "true", "timeout", "3600000", "batch", "", "consumerGroup", "g1"))
 	if len(p.Messages) != 1 {
 		t.Fatalf("batch= delivered %d messages, want the default 1", len(p.Messages))
 	}
@@ -171,7 +171,7 @@ func TestLeaseSecondsBoundsAndNonPositiveMeanQueueLease(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-lease-bounds")
-	pushN(t, s, q, "", 1)
+	s.PushN(t, q, "", 1)
 	for _, c := range []struct {
 		group, lease string
 		min, max     float64
@@ -181,8 +181,8 @@ func TestLeaseSecondsBoundsAndNonPositiveMeanQueueLease(t *testing.T) {
 		{"g-neg", "-1", 50, 61},
 		{"g-neg-big", "-2147483649", 50, 61},
 	} {
-		p := popOK(t, s, apitest.PopQueue(q, "consumerGroup", c.group, "leaseSeconds", c.lease))
-		cur := readCursor(t, p.Messages[0].PartitionID, c.group)
+		p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", c.group, "leaseSeconds", c.lease))
+		cur := apitest.ReadCursor(t, p.Messages[0].PartitionID, c.group)
 		if cur.LeaseID != p.LeaseID || cur.ExpiresIn < c.min || cur.ExpiresIn > c.max {
 			t.Errorf("leaseSeconds=%s: lease %+v, want %q expiring in [%v, %v] s", c.lease, cur, p.LeaseID, c.min, c.max)
 		}
@@ -196,10 +196,10 @@ func TestPartitionsZeroOrNegativeStillPopAcrossPartitions(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-parts-nocap")
 	for _, part := range []string{"p1", "p2", "p3"} {
-		pushN(t, s, q, part, 1)
+		s.PushN(t, q, part, 1)
 	}
 	for _, v := range []string{"0", "-1"} {
-		p := popOK(t, s, apitest.PopQueue(q, "consumerGroup", "g"+v, "batch", "10", "partitions", v))
+		p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g"+v, "batch", "10", "partitions", v))
 		seen := map[string]bool{}
 		for _, m := range p.Messages {
 			seen[m.Partition] = true
@@ -223,7 +223,7 @@ func TestDLQLimitOffsetNotANumberOrOutOfRangeIs400(t *testing.T) {
 	} {
 		for _, v := range values {
 			path := "/api/v1/dlq" + apitest.Query("queue", q, param, v)
-			if _, err := checkError(get(t, s, path), 400, param); err != nil {
+			if _, err := apitest.CheckError(s.Get(t, path), 400, param); err != nil {
 				t.Errorf("GET %s: %v", path, err)
 			}
 		}
@@ -246,9 +246,9 @@ func TestDLQLimitOffsetBoundsAndEmptyAreAccepted(t *testing.T) {
 		{[]string{"offset", ""}, 100, 0},
 	} {
 		path := "/api/v1/dlq" + apitest.Query(append([]string{"queue", q}, c.pairs...)...)
-		r := get(t, s, path)
+		r := s.Get(t, path)
 		if r.Status != 200 {
-			t.Errorf("GET %s: %d %s", path, r.Status, clip(r.Body))
+			t.Errorf("GET %s: %d %s", path, r.Status, r.Body)
 			continue
 		}
 		var l struct {
@@ -269,7 +269,7 @@ func TestBadLeasePopsDoNotFailConcurrentGoodPops(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-hammer")
 	for k := 0; k < 4; k++ {
-		pushN(t, s, q, fmt.Sprintf("p%d", k), 50)
+		s.PushN(t, q, fmt.Sprintf("p%d", k), 50)
 	}
 	const clients, perClient = 8, 25
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -294,7 +294,7 @@ func TestBadLeasePopsDoNotFailConcurrentGoodPops(t *testing.T) {
 					return
 				}
 				bad.Add(1)
-				if _, err := checkError(r, 400, "leaseSeconds"); err != nil {
+				if _, err := apitest.CheckError(r, 400, "leaseSeconds"); err != nil {
 					badWrong.Add(1)
 					firstBad.CompareAndSwap(nil, err.Error())
 				}
@@ -328,7 +328,7 @@ func TestBadLeasePopsDoNotFailConcurrentGoodPops(t *testing.T) {
 					good204.Add(1)
 				default:
 					mu.Lock()
-					goodFailed = append(goodFailed, fmt.Sprintf("%d %s", r.Status, clip(r.Body)))
+					goodFailed = append(goodFailed, fmt.Sprintf("%d %s", r.Status, r.Body))
 					mu.Unlock()
 				}
 			}

@@ -22,7 +22,7 @@ func TestOversizedHeaderIs431JSON(t *testing.T) {
 	s := shared(t)
 	for _, size := range []int{10 << 10, 64 << 10} {
 		req := "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + strings.Repeat("a", size) + "\r\n\r\n"
-		if _, err := checkError(raw(t, s, []byte(req)), 431, ""); err != nil {
+		if _, err := apitest.CheckError(s.Raw(t, []byte(req)), 431, ""); err != nil {
 			t.Errorf("%d KiB header: %v", size>>10, err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestManyHeadersOverLimitIs431JSON(t *testing.T) {
 		fmt.Fprintf(&b, "X-H%d: %s\r\n", i, strings.Repeat("v", 60))
 	}
 	b.WriteString("\r\n")
-	wantError(t, raw(t, s, []byte(b.String())), 431, "")
+	apitest.WantError(t, s.Raw(t, []byte(b.String())), 431, "")
 }
 
 // A body declared over the limit is refused before it is read; nothing is
@@ -50,8 +50,8 @@ func TestOversizedBodyIs413JSON(t *testing.T) {
 	prefix := fmt.Sprintf(`{"items":[{"queue":%q,"payload":"`, q)
 	req := fmt.Sprintf("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		maxBody+1, prefix)
-	wantError(t, raw(t, s, []byte(req)), 413, "")
-	if n := queueRows(t, q); n != 0 {
+	apitest.WantError(t, s.Raw(t, []byte(req)), 413, "")
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("the refused push created its queue")
 	}
 }
@@ -65,9 +65,9 @@ func TestBodyAtLimitIsNot413(t *testing.T) {
 	if len(body) != maxBody {
 		t.Fatalf("body of %d bytes", len(body))
 	}
-	r := post(t, s, "/api/v1/push", body)
+	r := s.Post(t, "/api/v1/push", body)
 	if r.Status != 201 || strings.TrimSpace(string(r.Body)) != "[]" {
-		t.Fatalf("a %d-byte push with no items: %d %s, want 201 []", maxBody, r.Status, clip(r.Body))
+		t.Fatalf("a %d-byte push with no items: %d %s, want 201 []", maxBody, r.Status, r.Body)
 	}
 }
 
@@ -78,7 +78,7 @@ func TestBadChunkSizeIs400JSON(t *testing.T) {
 	for _, chunk := range []string{"zz\r\n", "-1\r\n", "fffffffffffffffffffff\r\n"} {
 		req := "POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			chunk + "{}\r\n0\r\n\r\n"
-		if _, err := checkError(raw(t, s, []byte(req)), 400, ""); err != nil {
+		if _, err := apitest.CheckError(s.Raw(t, []byte(req)), 400, ""); err != nil {
 			t.Errorf("chunk size line %q: %v", chunk, err)
 		}
 	}
@@ -90,7 +90,7 @@ func TestNegativeContentLengthIs400JSON(t *testing.T) {
 	s := shared(t)
 	for _, cl := range []string{"-1", "abc"} {
 		req := "POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + cl + "\r\n\r\n{}"
-		if _, err := checkError(raw(t, s, []byte(req)), 400, ""); err != nil {
+		if _, err := apitest.CheckError(s.Raw(t, []byte(req)), 400, ""); err != nil {
 			t.Errorf("Content-Length %s: %v", cl, err)
 		}
 	}
@@ -100,7 +100,7 @@ func TestNegativeContentLengthIs400JSON(t *testing.T) {
 func TestGarbageRequestLineIs400JSON(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	wantError(t, raw(t, s, []byte("GET\r\n\r\n")), 400, "")
+	apitest.WantError(t, s.Raw(t, []byte("GET\r\n\r\n")), 400, "")
 }
 
 // The router's own answers: an unknown path and a known path with another
@@ -108,8 +108,8 @@ func TestGarbageRequestLineIs400JSON(t *testing.T) {
 func TestUnknownRouteAndMethodAreJSON(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	wantError(t, get(t, s, "/api/v1/nope"), 404, "")
-	wantError(t, do(t, s, "PUT", "/api/v1/push", "{}"), 405, "")
+	apitest.WantError(t, s.Get(t, "/api/v1/nope"), 404, "")
+	apitest.WantError(t, s.Do(t, "PUT", "/api/v1/push", "{}"), 405, "")
 }
 
 // ---------------------------------------------------------------- paths
@@ -122,11 +122,11 @@ func TestPushWithTrailingSlashIs404AndPushesNothing(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-slash")
 	r := rawPush(t, s, "/api/v1/push/", q)
-	wantError(t, r, 404, "")
+	apitest.WantError(t, r, 404, "")
 	if loc := r.Header.Get("Location"); loc != "" {
 		t.Errorf("404 with Location %q", loc)
 	}
-	if n := queueRows(t, q); n != 0 {
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("the push was applied (queue created)")
 	}
 }
@@ -137,11 +137,11 @@ func TestPushWithDoubleLeadingSlashIs404AndPushesNothing(t *testing.T) {
 	q := apitest.Unique(t, "edge-dslash")
 	for _, path := range []string{"//api/v1/push", "//api/v1/push/"} {
 		r := rawPush(t, s, path, q)
-		if _, err := checkError(r, 404, ""); err != nil {
+		if _, err := apitest.CheckError(r, 404, ""); err != nil {
 			t.Errorf("POST %s: %v", path, err)
 		}
 	}
-	if n := queueRows(t, q); n != 0 {
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("a push was applied (queue created)")
 	}
 }
@@ -163,7 +163,7 @@ func TestPushWithTrailingSlashIsNotARedirect(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Fatalf("POST /api/v1/push/: %d (Location %q), want 404", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if n := queueRows(t, q); n != 0 {
+	if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 		t.Fatalf("the push was applied (queue created)")
 	}
 }
@@ -174,5 +174,5 @@ func rawPush(t testing.TB, s *apitest.Server, path, queue string) *apitest.Respo
 	body := fmt.Sprintf(`{"items":[{"queue":%q,"payload":1}]}`, queue)
 	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		path, len(body), body)
-	return raw(t, s, []byte(req))
+	return s.Raw(t, []byte(req))
 }

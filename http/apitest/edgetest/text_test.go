@@ -16,15 +16,15 @@ import (
 // leasedBatch pushes n messages to a fresh queue and pops them in group
 // with one lease; it returns the messages and the cursor as the pop left
 // it.
-func leasedBatch(t testing.TB, s *apitest.Server, prefix, group string, n int) ([]apitest.Message, cursorRow) {
+func leasedBatch(t testing.TB, s *apitest.Server, prefix, group string, n int) ([]apitest.Message, apitest.Cursor) {
 	t.Helper()
 	q := apitest.Unique(t, prefix)
-	pushN(t, s, q, "", n)
-	p := popOK(t, s, apitest.PopQueue(q, "consumerGroup", group, "batch", fmt.Sprint(n)))
+	s.PushN(t, q, "", n)
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", group, "batch", fmt.Sprint(n)))
 	if len(p.Messages) != n {
 		t.Fatalf("pop delivered %d messages, want %d", len(p.Messages), n)
 	}
-	c := readCursor(t, p.Messages[0].PartitionID, group)
+	c := apitest.ReadCursor(t, p.Messages[0].PartitionID, group)
 	if !c.Found || c.LeaseID != p.LeaseID || c.ExpiresIn <= 0 {
 		t.Fatalf("cursor after the pop: %+v", c)
 	}
@@ -33,9 +33,9 @@ func leasedBatch(t testing.TB, s *apitest.Server, prefix, group string, n int) (
 
 // unchanged requires the cursor of (partition, group) to be as the pop left
 // it: nothing committed, the same live lease, no failure counted.
-func unchanged(t testing.TB, partitionID, group string, before cursorRow) {
+func unchanged(t testing.TB, partitionID, group string, before apitest.Cursor) {
 	t.Helper()
-	c := readCursor(t, partitionID, group)
+	c := apitest.ReadCursor(t, partitionID, group)
 	if c.Committed != before.Committed || c.LeaseID != before.LeaseID || c.ExpiresIn <= 0 || c.Failures != before.Failures {
 		t.Fatalf("a rejected ack was applied: cursor %+v, before %+v", c, before)
 	}
@@ -48,25 +48,25 @@ func TestAckWithNULTransactionIdIs400AndAppliesNothing(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-ack-nul-tx", "g", 1)
-	b := ackItem(ms[0], "completed")
+	b := apitest.AckItem(ms[0], "completed")
 	b["consumerGroup"] = "g"
 	b["transactionId"] = ms[0].TransactionID + "\x00"
-	wantError(t, post(t, s, "/api/v1/ack", b), 400, "transactionId")
+	apitest.WantError(t, s.Post(t, "/api/v1/ack", b), 400, "transactionId")
 	b["transactionId"] = "\x00" + ms[0].TransactionID
-	wantError(t, post(t, s, "/api/v1/ack", b), 400, "transactionId")
+	apitest.WantError(t, s.Post(t, "/api/v1/ack", b), 400, "transactionId")
 	unchanged(t, ms[0].PartitionID, "g", before)
-	ackOK(t, s, ms[0], "g")
+	s.AckOK(t, ms[0], "completed", "g")
 }
 
 func TestAckWithNULConsumerGroupIs400AndAppliesNothing(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-ack-nul-group", "g", 1)
-	b := ackItem(ms[0], "completed")
+	b := apitest.AckItem(ms[0], "completed")
 	b["consumerGroup"] = "g\x00"
-	wantError(t, post(t, s, "/api/v1/ack", b), 400, "consumerGroup")
+	apitest.WantError(t, s.Post(t, "/api/v1/ack", b), 400, "consumerGroup")
 	unchanged(t, ms[0].PartitionID, "g", before)
-	ackOK(t, s, ms[0], "g")
+	s.AckOK(t, ms[0], "completed", "g")
 }
 
 func TestAckWithNULErrorIs400AndAppliesNothing(t *testing.T) {
@@ -74,13 +74,13 @@ func TestAckWithNULErrorIs400AndAppliesNothing(t *testing.T) {
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-ack-nul-error", "g", 1)
 	for _, status := range []string{"failed", "dlq", "completed"} {
-		b := ackItem(ms[0], status)
+		b := apitest.AckItem(ms[0], status)
 		b["consumerGroup"] = "g"
 		b["error"] = "boom\x00after"
-		wantError(t, post(t, s, "/api/v1/ack", b), 400, "error")
+		apitest.WantError(t, s.Post(t, "/api/v1/ack", b), 400, "error")
 		unchanged(t, ms[0].PartitionID, "g", before)
 	}
-	ackOK(t, s, ms[0], "g")
+	s.AckOK(t, ms[0], "completed", "g")
 }
 
 // Contract B: a lone surrogate in an ack's transactionId or consumerGroup
@@ -97,12 +97,12 @@ func TestAckWithLoneSurrogateIs400AndAppliesNothing(t *testing.T) {
 		"consumerGroup": fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"consumerGroup":"g\udc00"}`,
 			m.TransactionID, m.PartitionID, m.LeaseID),
 	} {
-		if _, err := checkError(post(t, s, "/api/v1/ack", body), 400, field); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/ack", body), 400, field); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
 	unchanged(t, m.PartitionID, "g", before)
-	ackOK(t, s, m, "g")
+	s.AckOK(t, m, "completed", "g")
 }
 
 // Contract B: in /api/v1/ack/batch one item with a NUL makes the whole
@@ -113,14 +113,15 @@ func TestAckBatchWithNULTransactionIdIs400AndAppliesNothing(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-batch-nul-tx", "g", 3)
-	items := []map[string]any{ackItem(ms[0], "completed"), ackItem(ms[1], "completed"), ackItem(ms[2], "completed")}
+	items := []map[string]any{apitest.AckItem(ms[0], "completed"), apitest.AckItem(ms[1], "completed"),
+		apitest.AckItem(ms[2], "completed")}
 	items[2]["transactionId"] = ms[2].TransactionID + "\x00"
-	wantError(t, post(t, s, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
+	apitest.WantError(t, s.Post(t, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
 		400, "transactionId")
 	unchanged(t, ms[0].PartitionID, "g", before)
 	items[2]["transactionId"] = ms[2].TransactionID
-	batchOK(t, s, map[string]any{"consumerGroup": "g", "acknowledgments": items}, 3)
-	if c := readCursor(t, ms[0].PartitionID, "g"); c.LeaseID != "" {
+	s.AckBatchOK(t, "g", items...)
+	if c := apitest.ReadCursor(t, ms[0].PartitionID, "g"); c.LeaseID != "" {
 		t.Fatalf("the corrected batch left the lease: %+v", c)
 	}
 }
@@ -129,14 +130,14 @@ func TestAckBatchWithNULErrorIs400AndAppliesNothing(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-batch-nul-error", "g", 2)
-	items := []map[string]any{ackItem(ms[0], "completed"), ackItem(ms[1], "failed")}
+	items := []map[string]any{apitest.AckItem(ms[0], "completed"), apitest.AckItem(ms[1], "failed")}
 	items[1]["error"] = "boom\x00"
-	wantError(t, post(t, s, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
+	apitest.WantError(t, s.Post(t, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
 		400, "error")
 	unchanged(t, ms[0].PartitionID, "g", before)
 	items[1]["error"] = "boom"
-	batchOK(t, s, map[string]any{"consumerGroup": "g", "acknowledgments": items}, 2)
-	if c := readCursor(t, ms[0].PartitionID, "g"); c.Failures != 1 {
+	s.AckBatchOK(t, "g", items...)
+	if c := apitest.ReadCursor(t, ms[0].PartitionID, "g"); c.Failures != 1 {
 		t.Fatalf("the corrected failed ack counted %d failures, want 1: %+v", c.Failures, c)
 	}
 }
@@ -145,11 +146,11 @@ func TestAckBatchWithNULConsumerGroupIs400AndAppliesNothing(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	ms, before := leasedBatch(t, s, "edge-batch-nul-group", "g", 2)
-	items := []map[string]any{ackItem(ms[0], "completed"), ackItem(ms[1], "completed")}
-	wantError(t, post(t, s, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g\x00", "acknowledgments": items}),
+	items := []map[string]any{apitest.AckItem(ms[0], "completed"), apitest.AckItem(ms[1], "completed")}
+	apitest.WantError(t, s.Post(t, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g\x00", "acknowledgments": items}),
 		400, "consumerGroup")
 	unchanged(t, ms[0].PartitionID, "g", before)
-	batchOK(t, s, map[string]any{"consumerGroup": "g", "acknowledgments": items}, 2)
+	s.AckBatchOK(t, "g", items...)
 }
 
 // Contract B: after a rejected batch the valid item's message is redelivered
@@ -158,16 +159,16 @@ func TestAckBatchWithNULLeavesValidItemToRedeliver(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-batch-nul-redeliver")
-	pushN(t, s, q, "", 2)
-	p := popOK(t, s, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "leaseSeconds", "2"))
-	items := []map[string]any{ackItem(p.Messages[0], "completed"), ackItem(p.Messages[1], "completed")}
+	s.PushN(t, q, "", 2)
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "leaseSeconds", "2"))
+	items := []map[string]any{apitest.AckItem(p.Messages[0], "completed"), apitest.AckItem(p.Messages[1], "completed")}
 	items[1]["transactionId"] = "bad\x00"
-	wantError(t, post(t, s, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
+	apitest.WantError(t, s.Post(t, "/api/v1/ack/batch", map[string]any{"consumerGroup": "g", "acknowledgments": items}),
 		400, "transactionId")
 	// Bounded: the lease is 2 s; poll for up to 15 s.
 	var again *apitest.PopResponse
 	for i := 0; i < 60 && again == nil; i++ {
-		again = pop(t, s, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "wait", "true", "timeout", "250"))
+		again = s.Pop(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "wait", "true", "timeout", "250"))
 	}
 	if again == nil || len(again.Messages) == 0 || again.Messages[0].TransactionID != p.Messages[0].TransactionID {
 		t.Fatalf("after the lease expired the first message was not redelivered: %+v", again)
@@ -186,10 +187,10 @@ func TestPushLoneSurrogateTransactionIdIs400(t *testing.T) {
 		q := apitest.Unique(t, "edge-push-surrogate")
 		body := fmt.Sprintf(`{"items":[{"queue":%q,"payload":1,"transactionId":"ok-1"},{"queue":%q,"payload":2,"transactionId":"%s"}]}`,
 			q, q, tx)
-		if _, err := checkError(post(t, s, "/api/v1/push", body), 400, "transactionId"); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/push", body), 400, "transactionId"); err != nil {
 			t.Errorf("transactionId %q: %v", tx, err)
 		}
-		if n := queueRows(t, q); n != 0 {
+		if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 			t.Errorf("transactionId %q: the rejected push created the queue", tx)
 		}
 	}
@@ -200,8 +201,8 @@ func TestPushDistinctLoneSurrogateIdsDoNotCollide(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "edge-push-collide")
 	body := fmt.Sprintf(`{"items":[{"queue":%q,"payload":1,"transactionId":"\ud800"},{"queue":%q,"payload":2,"transactionId":"\udbff"}]}`, q, q)
-	wantError(t, post(t, s, "/api/v1/push", body), 400, "transactionId")
-	if n := messagesIn(t, q); n != 0 {
+	apitest.WantError(t, s.Post(t, "/api/v1/push", body), 400, "transactionId")
+	if n := apitest.QueueCounts(t, q).Txids; n != 0 {
 		t.Fatalf("%d messages written", n)
 	}
 }
@@ -211,9 +212,9 @@ func TestPushSurrogatePairTransactionIdRoundTrips(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-push-pair")
-	tx := txid("pair")
+	tx := apitest.TxID("pair")
 	body := fmt.Sprintf(`{"items":[{"queue":%q,"payload":1,"transactionId":"%s\ud83d\ude00"}]}`, q, tx)
-	r := post(t, s, "/api/v1/push", body)
+	r := s.Post(t, "/api/v1/push", body)
 	if r.Status != 201 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
@@ -222,7 +223,7 @@ func TestPushSurrogatePairTransactionIdRoundTrips(t *testing.T) {
 	if len(res) != 1 || res[0].TransactionID != tx+"😀" || res[0].Status != "queued" {
 		t.Fatalf("push answer %s", r.Body)
 	}
-	p := popOK(t, s, apitest.PopQueue(q))
+	p := s.PopOK(t, apitest.PopQueue(q))
 	if p.Messages[0].TransactionID != tx+"😀" {
 		t.Fatalf("popped transactionId %q", p.Messages[0].TransactionID)
 	}
@@ -246,10 +247,10 @@ func TestPushInvalidUTF8InQueuePartitionTransactionIdIs400(t *testing.T) {
 		q := apitest.Unique(t, "edge-push-utf8")
 		body := fmt.Sprintf(`{"items":[{"queue":"%s%s","partition":"P%s","transactionId":"T%s","payload":{"k":"v"}}]}`,
 			q, c.queue, c.partition, c.tx)
-		if _, err := checkError(post(t, s, "/api/v1/push", []byte(body)), 400, c.field); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/push", []byte(body)), 400, c.field); err != nil {
 			t.Errorf("%s %q: %v", c.field, body, err)
 		}
-		if n := dbInt(t, `SELECT count(*) FROM queen.queues WHERE starts_with(name, $1)`, q); n != 0 {
+		if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE starts_with(name, $1)`, q); n != 0 {
 			t.Errorf("%s %q: the rejected push created a queue", c.field, body)
 		}
 	}
@@ -268,10 +269,10 @@ func TestConfigureNULInNamespaceOrTaskIs400(t *testing.T) {
 	} {
 		q := apitest.Unique(t, "edge-conf-nul")
 		body := fmt.Sprintf(`{"queue":%q,"%s":"%s"}`, q, c.field, c.value)
-		if _, err := checkError(post(t, s, "/api/v1/configure", body), 400, c.field); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/configure", body), 400, c.field); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
-		if n := queueRows(t, q); n != 0 {
+		if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 			t.Errorf("%s: the rejected configure created the queue", body)
 		}
 	}
@@ -288,10 +289,10 @@ func TestConfigureNonStringNamespaceIs400(t *testing.T) {
 	} {
 		q := apitest.Unique(t, "edge-conf-type")
 		body := fmt.Sprintf(`{"queue":%q,"%s":%s}`, q, c.field, c.value)
-		if _, err := checkError(post(t, s, "/api/v1/configure", body), 400, c.field); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/configure", body), 400, c.field); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
-		if n := queueRows(t, q); n != 0 {
+		if n := apitest.QueueCounts(t, q).Queues; n != 0 {
 			t.Errorf("%s: the rejected configure created the queue", body)
 		}
 	}
@@ -303,7 +304,7 @@ func TestConfigureNullNamespaceIsAccepted(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-conf-null")
-	r := post(t, s, "/api/v1/configure", fmt.Sprintf(`{"queue":%q,"namespace":null,"task":null}`, q))
+	r := s.Post(t, "/api/v1/configure", fmt.Sprintf(`{"queue":%q,"namespace":null,"task":null}`, q))
 	if r.Status != 200 {
 		t.Fatalf("configure: %d %s", r.Status, r.Body)
 	}
@@ -334,7 +335,7 @@ func TestDiscoveryNamespaceNULOrTaskInvalidUTF8Is400(t *testing.T) {
 	} {
 		for _, wait := range []string{"", "&wait=true&timeout=2000"} {
 			path := "/api/v1/pop?" + c.query + wait
-			if _, err := checkError(get(t, s, path), 400, c.field); err != nil {
+			if _, err := apitest.CheckError(s.Get(t, path), 400, c.field); err != nil {
 				t.Errorf("GET %s: %v", path, err)
 			}
 		}
@@ -352,7 +353,7 @@ func TestDLQQueryNULOrInvalidUTF8Is400(t *testing.T) {
 		{"partition=p%00", "partition"},
 	} {
 		path := "/api/v1/dlq?" + c.query
-		if _, err := checkError(get(t, s, path), 400, c.field); err != nil {
+		if _, err := apitest.CheckError(s.Get(t, path), 400, c.field); err != nil {
 			t.Errorf("GET %s: %v", path, err)
 		}
 	}
@@ -362,20 +363,20 @@ func TestPopConsumerGroupNULOrInvalidUTF8Is400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-pop-group")
-	pushN(t, s, q, "", 1)
+	s.PushN(t, q, "", 1)
 	for _, bad := range []string{"%00", "g%00", "%FF", "g%C3"} {
 		for name, path := range map[string]string{
 			"queue":     apitest.PopQueue(q) + "?consumerGroup=" + bad,
 			"partition": apitest.PopPartition(q, "Default") + "?consumerGroup=" + bad,
-			"discovery": "/api/v1/pop" + apitest.Query("namespace", q) + "&consumerGroup=" + bad,
+			"discovery": apitest.PopDiscovery("namespace", q) + "&consumerGroup=" + bad,
 		} {
-			if _, err := checkError(get(t, s, path), 400, "consumerGroup"); err != nil {
+			if _, err := apitest.CheckError(s.Get(t, path), 400, "consumerGroup"); err != nil {
 				t.Errorf("%s route, GET %s: %v", name, path, err)
 			}
 		}
 	}
 	// The message was not leased by any of them.
-	popOK(t, s, apitest.PopQueue(q))
+	s.PopOK(t, apitest.PopQueue(q))
 }
 
 // Contract B: a configure whose queue name holds a lone surrogate is a 400
@@ -385,8 +386,8 @@ func TestConfigureLoneSurrogateQueueIs400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-conf-surrogate")
-	wantError(t, post(t, s, "/api/v1/configure", fmt.Sprintf(`{"queue":"%s\ud800"}`, q)), 400, "queue")
-	if n := dbInt(t, `SELECT count(*) FROM queen.queues WHERE starts_with(name, $1)`, q); n != 0 {
+	apitest.WantError(t, s.Post(t, "/api/v1/configure", fmt.Sprintf(`{"queue":"%s\ud800"}`, q)), 400, "queue")
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE starts_with(name, $1)`, q); n != 0 {
 		t.Fatalf("the rejected configure created a queue")
 	}
 }
@@ -398,10 +399,10 @@ func TestMessageRouteTransactionIdNULOrInvalidUTF8Is400(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "edge-msg-route")
-	ps := pushN(t, s, q, "", 1)
+	ps := s.PushN(t, q, "", 1)
 	for _, tx := range []string{"a%00b", "%00", "a%FFb", "%ED%A0%80"} {
 		path := "/api/v1/messages/" + ps[0].PartitionID + "/" + tx
-		if _, err := checkError(get(t, s, path), 400, "transactionId"); err != nil {
+		if _, err := apitest.CheckError(s.Get(t, path), 400, "transactionId"); err != nil {
 			t.Errorf("GET %s: %v", path, err)
 		}
 	}
@@ -431,13 +432,13 @@ func TestTransactionRouteNULOrLoneSurrogateIs400AndAppliesNothing(t *testing.T) 
 		{"error", push("ok-2") + "," + ack(`,"consumerGroup":"g","status":"failed","error":"boom\u0000"`)},
 	} {
 		body := `{"operations":[` + c.ops + `]}`
-		if _, err := checkError(post(t, s, "/api/v1/transaction", body), 400, c.field); err != nil {
+		if _, err := apitest.CheckError(s.Post(t, "/api/v1/transaction", body), 400, c.field); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
-	if n := queueRows(t, target); n != 0 {
+	if n := apitest.QueueCounts(t, target).Queues; n != 0 {
 		t.Errorf("a rejected transaction pushed (queue %q created)", target)
 	}
 	unchanged(t, m.PartitionID, "g", before)
-	ackOK(t, s, m, "g")
+	s.AckOK(t, m, "completed", "g")
 }

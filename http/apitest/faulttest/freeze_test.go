@@ -23,31 +23,29 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 	s, p := startProxied(t, nil)
 	q := apitest.Unique(t, "frozen")
 	gone := apitest.Unique(t, "frozen-gone")
-	if r := s.Post(t, "/api/v1/configure", map[string]any{"queue": q, "options": map[string]any{"leaseTime": 300}}); r.Status != 200 {
-		t.Fatalf("configure: %d %s", r.Status, r.Body)
-	}
+	s.Configure(t, q, map[string]any{"leaseTime": 300})
 	var items []apitest.PushItem
 	for k := range 4 {
-		items = append(items, apitest.PushItem{Queue: q, Partition: "P", TransactionID: txid("before"), Payload: k})
+		items = append(items, apitest.PushItem{Queue: q, Partition: "P", TransactionID: apitest.TxID("before"), Payload: k})
 	}
 	s.Push(t, items...)
 	s.Push(t, apitest.PushItem{Queue: gone, Payload: 1})
 	// One lease per group: each request below settles a lease of its own.
-	pAck := popWith(t, s, q, "g-ack")
-	pBatch := popWith(t, s, q, "g-batch")
-	pTx := popWith(t, s, q, "g-tx")
-	pExt := popWith(t, s, q, "g-extend")
+	pAck := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g-ack", "batch", "10"))
+	pBatch := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g-batch", "batch", "10"))
+	pTx := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g-tx", "batch", "10"))
+	pExt := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g-extend", "batch", "10"))
 	m0 := pAck.Messages[0]
 	frozenPush := []apitest.PushItem{
-		{Queue: q, Partition: "P", TransactionID: txid("frozen-a"), Payload: "a"},
-		{Queue: q, Partition: "P", TransactionID: txid("frozen-b"), Payload: "b"},
+		{Queue: q, Partition: "P", TransactionID: apitest.TxID("frozen-a"), Payload: "a"},
+		{Queue: q, Partition: "P", TransactionID: apitest.TxID("frozen-b"), Payload: "b"},
 	}
 	batchAck := map[string]any{"consumerGroup": "g-batch", "acknowledgments": []any{
-		ackItem(pBatch.Messages[0], "g-batch"), ackItem(pBatch.Messages[1], "g-batch")}}
-	txAck := ackItem(pTx.Messages[0], "g-tx")
+		apitest.AckBody(pBatch.Messages[0], "completed", "g-batch"), apitest.AckBody(pBatch.Messages[1], "completed", "g-batch")}}
+	txAck := apitest.AckBody(pTx.Messages[0], "completed", "g-tx")
 	txAck["type"] = "ack"
 	transaction := map[string]any{"operations": []any{txAck, map[string]any{"type": "push", "items": []any{
-		map[string]any{"queue": q, "partition": "P", "payload": "tx", "transactionId": txid("frozen-tx")}}}}}
+		map[string]any{"queue": q, "partition": "P", "payload": "tx", "transactionId": apitest.TxID("frozen-tx")}}}}}
 	messagePath := "/api/v1/messages/" + m0.PartitionID + "/" + url.PathEscape(m0.TransactionID)
 
 	p.Freeze()
@@ -55,7 +53,7 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 	bound := requestTimeout + slack
 	calls := []*call{
 		{name: "push", method: "POST", path: "/api/v1/push", body: map[string]any{"items": frozenPush}},
-		{name: "ack", method: "POST", path: "/api/v1/ack", body: ackItem(m0, "g-ack")},
+		{name: "ack", method: "POST", path: "/api/v1/ack", body: apitest.AckBody(m0, "completed", "g-ack")},
 		{name: "batch ack", method: "POST", path: "/api/v1/ack/batch", body: batchAck},
 		{name: "transaction", method: "POST", path: "/api/v1/transaction", body: transaction},
 		{name: "lease extend", method: "POST", path: "/api/v1/lease/" + pExt.LeaseID + "/extend", body: map[string]any{"seconds": 60}},
@@ -104,11 +102,11 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 	p.Thaw()
 	// Everything works again within a few seconds.
 	ctx := context.Background()
-	err := within(15*time.Second, func() error {
+	err := apitest.Eventually(15*time.Second, 200*time.Millisecond, func() error {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		r, err := s.DoCtx(c, "POST", "/api/v1/push", map[string]any{"items": []apitest.PushItem{
-			{Queue: q, Partition: "P", TransactionID: txid("after"), Payload: "after"}}})
+			{Queue: q, Partition: "P", TransactionID: apitest.TxID("after"), Payload: "after"}}})
 		switch {
 		case err != nil:
 			return err
@@ -133,7 +131,7 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 		body               any
 		status             int
 	}{
-		{"ack", "POST", "/api/v1/ack", ackItem(m0, "g-ack"), 200},
+		{"ack", "POST", "/api/v1/ack", apitest.AckBody(m0, "completed", "g-ack"), 200},
 		{"batch ack", "POST", "/api/v1/ack/batch", batchAck, 200},
 		{"lease extend", "POST", "/api/v1/lease/" + pExt.LeaseID + "/extend", map[string]any{"seconds": 60}, 200},
 		{"configure", "POST", "/api/v1/configure", map[string]any{"queue": q, "options": map[string]any{"leaseTime": 300}}, 200},
@@ -141,7 +139,7 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 		{"message view", "GET", messagePath, nil, 200},
 		{"health", "GET", "/health", nil, 200},
 	} {
-		err := within(5*time.Second, func() error {
+		err := apitest.Eventually(5*time.Second, 200*time.Millisecond, func() error {
 			r, err := s.DoCtx(ctx, c.method, c.path, c.body)
 			switch {
 			case err != nil:

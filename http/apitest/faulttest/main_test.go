@@ -12,10 +12,8 @@ package faulttest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,21 +75,6 @@ func noRace(t *testing.T, s *apitest.Server) {
 	}
 }
 
-// ownDB creates a database for one test, dropped at its end.
-func ownDB(t *testing.T, prefix string) *pgtest.Database {
-	t.Helper()
-	db, err := pgtest.Create(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Drop(); err != nil {
-			t.Logf("dropping %s: %v", db.Name, err)
-		}
-	})
-	return db
-}
-
 // call is one request sent while the database is frozen, and its outcome.
 type call struct {
 	name, method, path string
@@ -129,49 +112,6 @@ func checkJSONError(r *apitest.Response) error {
 	if r.Status < 500 {
 		return fmt.Errorf("status %d, want a 5xx: %s", r.Status, r.Body)
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return fmt.Errorf("status %d with Content-Type %q, want application/json: %s", r.Status, ct, r.Body)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		return fmt.Errorf("status %d with a body that is not a JSON object: %q", r.Status, r.Body)
-	}
-	if e, ok := body["error"].(string); !ok || e == "" {
-		return fmt.Errorf(`status %d with body %s, want an "error" string`, r.Status, r.Body)
-	}
-	return nil
-}
-
-var txSeq atomic.Int64
-
-func txid(prefix string) string {
-	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), txSeq.Add(1))
-}
-
-// popWith pops queue for group and requires 200 with messages.
-func popWith(t *testing.T, s *apitest.Server, queue, group string, extra ...string) *apitest.PopResponse {
-	t.Helper()
-	p := s.Pop(t, apitest.PopQueue(queue, append([]string{"consumerGroup", group, "batch", "10"}, extra...)...))
-	if p == nil || len(p.Messages) == 0 {
-		t.Fatalf("pop of %s for %s: no messages", queue, group)
-	}
-	return p
-}
-
-func ackItem(m apitest.Message, group string) map[string]any {
-	return map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID,
-		"consumerGroup": group, "status": "completed"}
-}
-
-// within retries fn every 200 ms until it returns nil or d passes, and
-// returns its last error.
-func within(d time.Duration, fn func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	_, err := apitest.CheckError(r, r.Status, "")
+	return err
 }

@@ -15,7 +15,7 @@ import (
 // 20 s away), and a pop maintenance switch made by another process takes
 // effect here within the refresh interval (the refresh loop carried on).
 func TestFrozenDatabase_BackgroundLoopsRecoverAfterThaw(t *testing.T) {
-	db := ownDB(t, "faultbg")
+	db := apitest.CreateDB(t, "faultbg")
 	a, p := startProxied(t, db, "POP_WAIT_INITIAL_INTERVAL_MS=20000", "POP_WAIT_MAX_INTERVAL_MS=20000")
 	listeners := func() int64 {
 		var n int64
@@ -25,7 +25,7 @@ func TestFrozenDatabase_BackgroundLoopsRecoverAfterThaw(t *testing.T) {
 		}
 		return n
 	}
-	if err := within(15*time.Second, func() error {
+	if err := apitest.Eventually(15*time.Second, 200*time.Millisecond, func() error {
 		if n := listeners(); n < 1 {
 			return fmt.Errorf("%d listeners", n)
 		}
@@ -43,9 +43,7 @@ func TestFrozenDatabase_BackgroundLoopsRecoverAfterThaw(t *testing.T) {
 	})
 	bStarted := time.Now()
 	q := apitest.Unique(t, "bg")
-	if r := b.Post(t, "/api/v1/configure", map[string]any{"queue": q}); r.Status != 200 {
-		t.Fatalf("configure: %d %s", r.Status, r.Body)
-	}
+	b.Configure(t, q, nil)
 	// Let the proxied broker know the queue before the freeze.
 	if r := a.Pop(t, apitest.PopQueue(q, "consumerGroup", "warm", "batch", "1")); r != nil {
 		t.Fatalf("pop of an empty queue: %+v", r)
@@ -77,7 +75,7 @@ func TestFrozenDatabase_BackgroundLoopsRecoverAfterThaw(t *testing.T) {
 	}()
 	time.Sleep(time.Second) // the poll finds nothing and parks
 	pushed := time.Now()
-	b.Push(t, apitest.PushItem{Queue: q, TransactionID: txid("wake"), Payload: 1})
+	b.Push(t, apitest.PushItem{Queue: q, TransactionID: apitest.TxID("wake"), Payload: 1})
 	var o outcome
 	select {
 	case o = <-poll:
@@ -110,7 +108,7 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, on); err != nil {
 	}
 	setMaintenance(true)
 	t.Cleanup(func() { setMaintenance(false) })
-	if err := within(4*time.Second, func() error {
+	if err := apitest.Eventually(4*time.Second, 200*time.Millisecond, func() error {
 		if st := look(); st != 204 {
 			return fmt.Errorf("pop answered %d", st)
 		}
@@ -119,7 +117,7 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, on); err != nil {
 		t.Fatalf("maintenance switched on by another process: %v after 4s, want 204", err)
 	}
 	setMaintenance(false)
-	if err := within(4*time.Second, func() error {
+	if err := apitest.Eventually(4*time.Second, 200*time.Millisecond, func() error {
 		if st := look(); st != 200 {
 			return fmt.Errorf("pop answered %d", st)
 		}
@@ -135,16 +133,17 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, on); err != nil {
 func TestCutDatabase_RequestsAnswer5xxAndRecover(t *testing.T) {
 	s, p := startProxied(t, nil)
 	q := apitest.Unique(t, "cut")
-	s.Push(t, apitest.PushItem{Queue: q, Partition: "P", TransactionID: txid("before"), Payload: 1})
-	m := popWith(t, s, q, "g")
+	s.Push(t, apitest.PushItem{Queue: q, Partition: "P", TransactionID: apitest.TxID("before"), Payload: 1})
+	m := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "10"))
 
 	p.Cut()
 	for _, c := range []struct {
 		name, method, path string
 		body               any
 	}{
-		{"push", "POST", "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q, Partition: "P", TransactionID: txid("cut"), Payload: 2}}}},
-		{"ack", "POST", "/api/v1/ack", ackItem(m.Messages[0], "g")},
+		{"push", "POST", "/api/v1/push", map[string]any{"items": []apitest.PushItem{
+			{Queue: q, Partition: "P", TransactionID: apitest.TxID("cut"), Payload: 2}}}},
+		{"ack", "POST", "/api/v1/ack", apitest.AckBody(m.Messages[0], "completed", "g")},
 		{"configure", "POST", "/api/v1/configure", map[string]any{"queue": q}},
 		{"pop without wait", "GET", apitest.PopQueue(q, "consumerGroup", "g2", "batch", "1"), nil},
 	} {
@@ -167,10 +166,10 @@ func TestCutDatabase_RequestsAnswer5xxAndRecover(t *testing.T) {
 	}
 
 	p.Restore()
-	if err := within(15*time.Second, func() error {
+	if err := apitest.Eventually(15*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		r, err := s.DoCtx(ctx, "POST", "/api/v1/ack", ackItem(m.Messages[0], "g"))
+		r, err := s.DoCtx(ctx, "POST", "/api/v1/ack", apitest.AckBody(m.Messages[0], "completed", "g"))
 		switch {
 		case err != nil:
 			return err
@@ -181,7 +180,7 @@ func TestCutDatabase_RequestsAnswer5xxAndRecover(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("ack after the database came back: %v", err)
 	}
-	s.Push(t, apitest.PushItem{Queue: q, Partition: "P", TransactionID: txid("after"), Payload: 3})
+	s.Push(t, apitest.PushItem{Queue: q, Partition: "P", TransactionID: apitest.TxID("after"), Payload: 3})
 	if p := s.Pop(t, apitest.PopQueue(q, "consumerGroup", "g2", "batch", "10")); p == nil {
 		t.Fatal("pop after the database came back: 204, want messages")
 	}

@@ -1,6 +1,7 @@
 package poptest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/queengo/queengo/http/apitest"
@@ -12,7 +13,7 @@ func pushParts(t *testing.T, s *apitest.Server, queue string, n int, parts ...st
 	t.Helper()
 	out := map[string][]string{}
 	for _, p := range parts {
-		out[p] = pushN(t, s, queue, p, n)
+		out[p] = s.PushN(t, queue, p, n).TxIDs()
 	}
 	return out
 }
@@ -26,11 +27,11 @@ func checkRuns(t *testing.T, p *apitest.PopResponse, backlog map[string][]string
 	seen := map[string]bool{}
 	for _, r := range rs {
 		if seen[r.partition] {
-			t.Fatalf("partition %s appears in two stretches of one delivery: %v", r.partition, txids(p))
+			t.Fatalf("partition %s appears in two stretches of one delivery: %v", r.partition, p.TxIDs())
 		}
 		seen[r.partition] = true
 		want := backlog[r.partition]
-		if len(r.txs) > len(want) || !equal(r.txs, want[:len(r.txs)]) {
+		if len(r.txs) > len(want) || !slices.Equal(r.txs, want[:len(r.txs)]) {
 			t.Fatalf("partition %s delivered %v, want a prefix of %v", r.partition, r.txs, want)
 		}
 	}
@@ -47,27 +48,27 @@ func TestPop_BatchIsOneBudget(t *testing.T) {
 
 	// 6 out of 3x4: the first partition gives all it has (4), the second
 	// the rest of the budget (2), the third nothing.
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g6", "batch", "6", "partitions", "0"))
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g6", "batch", "6", "partitions", "0"))
 	rs := checkRuns(t, p, backlog)
 	if len(p.Messages) != 6 || len(rs) != 2 || len(rs[0].txs) != 4 || len(rs[1].txs) != 2 {
-		t.Fatalf("batch=6: want 4 from one partition then 2 from another, got %v", txids(p))
+		t.Fatalf("batch=6: want 4 from one partition then 2 from another, got %v", p.TxIDs())
 	}
 	if p.PartitionsClaimed != 2 {
 		t.Fatalf("batch=6: partitionsClaimed %d, want 2", p.PartitionsClaimed)
 	}
 
 	// A budget smaller than one partition's backlog stays in that partition.
-	p = popOK(t, s, wildcard(q, "consumerGroup", "g3", "batch", "3", "partitions", "0"))
+	p = s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g3", "batch", "3", "partitions", "0"))
 	rs = checkRuns(t, p, backlog)
 	if len(p.Messages) != 3 || len(rs) != 1 || p.PartitionsClaimed != 1 {
-		t.Fatalf("batch=3: want 3 messages of one partition, got %v (claimed %d)", txids(p), p.PartitionsClaimed)
+		t.Fatalf("batch=3: want 3 messages of one partition, got %v (claimed %d)", p.TxIDs(), p.PartitionsClaimed)
 	}
 
 	// A budget larger than everything takes everything, and no more.
-	p = popOK(t, s, wildcard(q, "consumerGroup", "g100", "batch", "100", "partitions", "0"))
+	p = s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g100", "batch", "100", "partitions", "0"))
 	rs = checkRuns(t, p, backlog)
 	if len(p.Messages) != 12 || len(rs) != 3 || p.PartitionsClaimed != 3 {
-		t.Fatalf("batch=100: want all 12 messages of 3 partitions, got %v (claimed %d)", txids(p), p.PartitionsClaimed)
+		t.Fatalf("batch=100: want all 12 messages of 3 partitions, got %v (claimed %d)", p.TxIDs(), p.PartitionsClaimed)
 	}
 	for _, r := range rs {
 		if len(r.txs) != 4 {
@@ -76,8 +77,8 @@ func TestPop_BatchIsOneBudget(t *testing.T) {
 	}
 
 	// The single-partition route spends the same budget on its one partition.
-	p = popOK(t, s, single(q, "b", "consumerGroup", "gs", "batch", "3"))
-	wantTx(t, "single route batch=3", p, backlog["b"][:3])
+	p = s.PopOK(t, apitest.PopPartition(q, "b", "consumerGroup", "gs", "batch", "3"))
+	apitest.WantTxIDs(t, "single route batch=3", p, backlog["b"][:3])
 }
 
 // TestPop_PartitionsCapsClaimedPartitions: partitions caps how many
@@ -91,7 +92,7 @@ func TestPop_PartitionsCapsClaimedPartitions(t *testing.T) {
 		parts string
 		want  int
 	}{{"1", 1}, {"2", 2}, {"3", 3}} {
-		p := popOK(t, s, wildcard(q, "consumerGroup", "cap"+tc.parts, "batch", "100", "partitions", tc.parts))
+		p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "cap"+tc.parts, "batch", "100", "partitions", tc.parts))
 		rs := checkRuns(t, p, backlog)
 		if len(rs) != tc.want || p.PartitionsClaimed != tc.want || len(p.Messages) != 2*tc.want {
 			t.Fatalf("partitions=%s: got %d partitions (claimed %d), %d messages, want %d partitions of 2",
@@ -108,7 +109,7 @@ func TestPop_PartitionsNoCapWhenZeroOrNegative(t *testing.T) {
 	q := apitest.Unique(t, "nocap")
 	backlog := pushParts(t, s, q, 2, "a", "b", "c", "d", "e")
 	for _, parts := range []string{"0", "-1", "-100"} {
-		p := popOK(t, s, wildcard(q, "consumerGroup", "nocap"+parts, "batch", "100", "partitions", parts))
+		p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "nocap"+parts, "batch", "100", "partitions", parts))
 		rs := checkRuns(t, p, backlog)
 		if len(rs) != 5 || p.PartitionsClaimed != 5 || len(p.Messages) != 10 {
 			t.Fatalf("partitions=%s: got %d partitions (claimed %d), %d messages, want all 5 partitions, 10 messages",
@@ -125,8 +126,8 @@ func TestPop_PartitionsIgnoredOnSinglePartitionRoute(t *testing.T) {
 	q := apitest.Unique(t, "ignored")
 	backlog := pushParts(t, s, q, 2, "a", "b", "c")
 	for _, parts := range []string{"3", "0", "-1"} {
-		p := popOK(t, s, single(q, "b", "consumerGroup", "ign"+parts, "batch", "100", "partitions", parts))
-		wantTx(t, "single route partitions="+parts, p, backlog["b"])
+		p := s.PopOK(t, apitest.PopPartition(q, "b", "consumerGroup", "ign"+parts, "batch", "100", "partitions", parts))
+		apitest.WantTxIDs(t, "single route partitions="+parts, p, backlog["b"])
 		if p.PartitionsClaimed != 1 || p.Partition != "b" {
 			t.Fatalf("partitions=%s: claimed %d, partition %q; want 1, b", parts, p.PartitionsClaimed, p.Partition)
 		}
@@ -142,11 +143,11 @@ func TestPop_MultiPartitionClaimsShareOneLeaseID(t *testing.T) {
 	ns := apitest.Unique(t, "lease1")
 	q := ns + ".t.q"
 	pushParts(t, s, q, 2, "a", "b", "c")
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "100", "partitions", "0"))
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "100", "partitions", "0"))
 	if len(runs(p)) != 3 {
-		t.Fatalf("want 3 partitions, got %v", txids(p))
+		t.Fatalf("want 3 partitions, got %v", p.TxIDs())
 	}
-	if !uuidRe.MatchString(p.LeaseID) {
+	if !apitest.IsUUID(p.LeaseID) {
 		t.Fatalf("top-level leaseId %q is not a UUID", p.LeaseID)
 	}
 	for _, m := range p.Messages {
@@ -155,7 +156,7 @@ func TestPop_MultiPartitionClaimsShareOneLeaseID(t *testing.T) {
 		}
 	}
 	for _, part := range []string{"a", "b", "c"} {
-		if c := readCursor(t, apitest.DB, q, part, "g"); c.LeaseID != p.LeaseID {
+		if c := cursorOf(t, q, part, "g"); c.LeaseID != p.LeaseID {
 			t.Fatalf("cursor of %s carries lease %q, the pop answered %q", part, c.LeaseID, p.LeaseID)
 		}
 	}
@@ -163,16 +164,16 @@ func TestPop_MultiPartitionClaimsShareOneLeaseID(t *testing.T) {
 	// Discovery claims across queues share it too.
 	q2 := ns + ".t.q2"
 	pushParts(t, s, q2, 1, "x")
-	d := popOK(t, s, discovery("namespace", ns, "consumerGroup", "d", "batch", "100", "partitions", "0"))
+	d := s.PopOK(t, apitest.PopDiscovery("namespace", ns, "consumerGroup", "d", "batch", "100", "partitions", "0"))
 	if len(runs(d)) != 4 {
-		t.Fatalf("discovery: want 4 partitions of 2 queues, got %v", txids(d))
+		t.Fatalf("discovery: want 4 partitions of 2 queues, got %v", d.TxIDs())
 	}
 	for _, m := range d.Messages {
 		if m.LeaseID != d.LeaseID || d.LeaseID == "" {
 			t.Fatalf("discovery: message %s leaseId %q, top level %q", m.TransactionID, m.LeaseID, d.LeaseID)
 		}
 	}
-	if c := readCursor(t, apitest.DB, q2, "x", "d"); c.LeaseID != d.LeaseID {
+	if c := cursorOf(t, q2, "x", "d"); c.LeaseID != d.LeaseID {
 		t.Fatalf("discovery: cursor of %s/x carries lease %q, the pop answered %q", q2, c.LeaseID, d.LeaseID)
 	}
 }
@@ -185,17 +186,17 @@ func TestPop_TopLevelPartitionIsFirstClaimed(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "first")
 	pushParts(t, s, q, 2, "a", "b", "c")
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "100", "partitions", "0"))
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "100", "partitions", "0"))
 	first := p.Messages[0]
 	if p.Partition != first.Partition || p.PartitionID != first.PartitionID {
 		t.Fatalf("top level %s/%s, first message %s/%s", p.Partition, p.PartitionID, first.Partition, first.PartitionID)
 	}
-	if id := partitionID(t, apitest.DB, q, p.Partition); p.PartitionID != id {
+	if id := apitest.PartitionID(t, q, p.Partition); p.PartitionID != id {
 		t.Fatalf("top-level partitionId %s, partition %s has id %s", p.PartitionID, p.Partition, id)
 	}
 	others := 0
 	for _, m := range p.Messages {
-		if id := partitionID(t, apitest.DB, q, m.Partition); m.PartitionID != id {
+		if id := apitest.PartitionID(t, q, m.Partition); m.PartitionID != id {
 			t.Fatalf("message %s: partitionId %s, partition %s has id %s", m.TransactionID, m.PartitionID, m.Partition, id)
 		}
 		if m.Partition != p.Partition {
@@ -217,13 +218,13 @@ func TestPop_PartitionsClaimed(t *testing.T) {
 		batch, parts string
 		want         int
 	}{{"1", "0", 1}, {"3", "0", 1}, {"4", "0", 2}, {"7", "0", 3}, {"9", "2", 2}} {
-		p := popOK(t, s, wildcard(q, "consumerGroup", "c"+tc.batch+"-"+tc.parts, "batch", tc.batch, "partitions", tc.parts))
+		p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "c"+tc.batch+"-"+tc.parts, "batch", tc.batch, "partitions", tc.parts))
 		if p.PartitionsClaimed != tc.want || len(runs(p)) != tc.want {
 			t.Fatalf("batch=%s partitions=%s: partitionsClaimed %d over %d partitions, want %d",
 				tc.batch, tc.parts, p.PartitionsClaimed, len(runs(p)), tc.want)
 		}
 	}
-	p := popOK(t, s, single(q, "a", "consumerGroup", "single", "batch", "100"))
+	p := s.PopOK(t, apitest.PopPartition(q, "a", "consumerGroup", "single", "batch", "100"))
 	if p.PartitionsClaimed != 1 {
 		t.Fatalf("single route: partitionsClaimed %d", p.PartitionsClaimed)
 	}

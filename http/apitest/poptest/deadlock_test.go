@@ -33,7 +33,7 @@ import (
 func TestFirstContactNeverDeadlocksWithWrites(t *testing.T) {
 	// Not parallel: the load would disturb the timing of the other tests,
 	// and their load would thin out this one's.
-	s := startOn(t, ownDB(t, "deadlock"), "DB_POOL_SIZE=16")
+	s := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: apitest.CreateDB(t, "deadlock").URL, Env: []string{"DB_POOL_SIZE=16"}})
 	queue := apitest.Unique(t, "deadlock")
 	const (
 		pushers    = 6

@@ -1,6 +1,7 @@
 package poptest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/queengo/queengo/http/apitest"
@@ -14,11 +15,11 @@ func TestPop_DiscoveryRequiresNamespaceOrTask(t *testing.T) {
 	s := shared(t)
 	const want = `{"success":false,"error":"namespace or task is required","messages":[]}`
 	for _, path := range []string{
-		discovery(),
-		discovery("namespace", "", "task", ""),
-		discovery("consumerGroup", "g", "batch", "10", "wait", "true", "timeout", "5000"),
+		apitest.PopDiscovery(),
+		apitest.PopDiscovery("namespace", "", "task", ""),
+		apitest.PopDiscovery("consumerGroup", "g", "batch", "10", "wait", "true", "timeout", "5000"),
 	} {
-		r := get(t, s, path)
+		r := s.TryPop(t, path)
 		if r.Status != 400 || string(r.Body) != want {
 			t.Fatalf("GET %s: %d %q, want 400 %s", path, r.Status, r.Body, want)
 		}
@@ -39,22 +40,24 @@ func TestPop_DiscoveryScope(t *testing.T) {
 	inBoth := ns + ".alpha.q"
 	inNs := ns + ".beta.q"
 	outside := other + ".alpha.q"
-	txBoth, txNs := pushN(t, s, inBoth, "p", 1), pushN(t, s, inNs, "p", 1)
-	pushN(t, s, outside, "p", 1)
+	txBoth, txNs := s.PushN(t, inBoth, "p", 1).TxIDs(), s.PushN(t, inNs, "p", 1).TxIDs()
+	s.PushN(t, outside, "p", 1)
 
-	p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "ns", "batch", "10", "partitions", "0"))
+	p := s.PopOK(t, apitest.PopDiscovery("namespace", ns, "consumerGroup", "ns", "batch", "10", "partitions", "0"))
 	if p.Queue != "" {
 		t.Fatalf("top-level queue %q on the discovery route, want \"\"", p.Queue)
 	}
 	got := map[string]bool{}
-	for _, tx := range txids(p) {
+	for _, tx := range p.TxIDs() {
 		got[tx] = true
 	}
 	if len(p.Messages) != 2 || !got[txBoth[0]] || !got[txNs[0]] {
-		t.Fatalf("namespace %s: delivered %v, want %v and %v", ns, txids(p), txBoth, txNs)
+		t.Fatalf("namespace %s: delivered %v, want %v and %v", ns, p.TxIDs(), txBoth, txNs)
 	}
-	wantTx(t, "namespace and task", popOK(t, s, discovery("namespace", ns, "task", "alpha", "consumerGroup", "both", "batch", "10", "partitions", "0")), txBoth)
-	popEmpty(t, s, discovery("namespace", ns, "task", "gamma", "consumerGroup", "none"))
+	apitest.WantTxIDs(t, "namespace and task",
+		s.PopOK(t, apitest.PopDiscovery("namespace", ns, "task", "alpha", "consumerGroup", "both", "batch", "10",
+			"partitions", "0")), txBoth)
+	s.PopEmpty(t, apitest.PopDiscovery("namespace", ns, "task", "gamma", "consumerGroup", "none"))
 }
 
 // TestPop_DiscoveryByTaskOnly: task alone is a scope of its own.
@@ -63,9 +66,9 @@ func TestPop_DiscoveryByTaskOnly(t *testing.T) {
 	s := shared(t)
 	task := apitest.Unique(t, "task")
 	q := apitest.Unique(t, "taskns") + "." + task + ".q"
-	txs := pushN(t, s, q, "p", 2)
-	p := popOK(t, s, discovery("task", task, "consumerGroup", "g", "batch", "10"))
-	wantTx(t, "task "+task, p, txs)
+	txs := s.PushN(t, q, "p", 2).TxIDs()
+	p := s.PopOK(t, apitest.PopDiscovery("task", task, "consumerGroup", "g", "batch", "10"))
+	apitest.WantTxIDs(t, "task "+task, p, txs)
 	if p.Queue != "" {
 		t.Fatalf("top-level queue %q, want \"\"", p.Queue)
 	}
@@ -78,25 +81,25 @@ func TestPop_DiscoveryServesHigherPriorityFirst(t *testing.T) {
 	s := shared(t)
 	ns := apitest.Unique(t, "prio")
 	low, mid, high := ns+".t.low", ns+".t.mid", ns+".t.high"
-	configure(t, s, low, map[string]any{"priority": 1})
-	configure(t, s, mid, map[string]any{"priority": 5})
-	configure(t, s, high, map[string]any{"priority": 10})
+	s.Configure(t, low, map[string]any{"priority": 1})
+	s.Configure(t, mid, map[string]any{"priority": 5})
+	s.Configure(t, high, map[string]any{"priority": 10})
 	// Pushed lowest priority first, so neither age nor name order helps.
-	txLow := pushN(t, s, low, "Default", 2)
-	txMid := pushN(t, s, mid, "Default", 2)
-	txHigh := pushN(t, s, high, "Default", 2)
-	want := cat(txHigh, txMid, txLow)
+	txLow := s.PushN(t, low, "Default", 2).TxIDs()
+	txMid := s.PushN(t, mid, "Default", 2).TxIDs()
+	txHigh := s.PushN(t, high, "Default", 2).TxIDs()
+	want := slices.Concat(txHigh, txMid, txLow)
 	var got []string
 	for range want {
-		p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "g", "batch", "1", "autoAck", "true"))
-		got = append(got, txids(p)...)
+		p := s.PopOK(t, apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "batch", "1", "autoAck", "true"))
+		got = append(got, p.TxIDs()...)
 	}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("served %v, want high, mid, low: %v", got, want)
 	}
 	// One pop with a budget spanning queues starts with the highest.
-	p := popOK(t, s, discovery("namespace", ns, "consumerGroup", "h", "batch", "3", "partitions", "0"))
-	wantTx(t, "batch=3 across queues", p, cat(txHigh, txMid[:1]))
+	p := s.PopOK(t, apitest.PopDiscovery("namespace", ns, "consumerGroup", "h", "batch", "3", "partitions", "0"))
+	apitest.WantTxIDs(t, "batch=3 across queues", p, slices.Concat(txHigh, txMid[:1]))
 }
 
 // TestPop_UnknownQueueCreatesQueueRow: a queue-scoped pop on a queue that does
@@ -113,14 +116,14 @@ func TestPop_UnknownQueueCreatesQueueRow(t *testing.T) {
 		{"wildcard, no dot", ns + "-plain", "", ns + "-plain", ""},
 		{"single, one dot", ns + ".only", "", ns, "only"},
 	} {
-		path := wildcard(tc.queue)
+		path := apitest.PopQueue(tc.queue)
 		if tc.name[:6] == "single" {
-			path = single(tc.queue, "some-partition")
+			path = apitest.PopPartition(tc.queue, "some-partition")
 		}
-		if n := count(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE name = $1`, tc.queue); n != 0 {
+		if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.queues WHERE name = $1`, tc.queue); n != 0 {
 			t.Fatalf("%s exists before the pop", tc.queue)
 		}
-		popEmpty(t, s, path)
+		s.PopEmpty(t, path)
 		var (
 			namespace, task                             string
 			lease, retryLimit, retryDelay, prio, window int
@@ -138,6 +141,6 @@ func TestPop_UnknownQueueCreatesQueueRow(t *testing.T) {
 				tc.name, namespace, task, lease, retryLimit, retryDelay, prio, window, delayed, minPop, tc.ns, tc.task)
 		}
 		// A second pop on it is an ordinary empty pop.
-		popEmpty(t, s, path)
+		s.PopEmpty(t, path)
 	}
 }

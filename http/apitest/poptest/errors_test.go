@@ -2,6 +2,8 @@ package poptest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,52 +12,26 @@ import (
 )
 
 // want500 runs a pop that must fail with exactly 500 body.
-func want500(t *testing.T, s *apitest.Server, path, body string) *result {
+func want500(t *testing.T, s *apitest.Server, path, body string) *apitest.PopResult {
 	t.Helper()
-	r := get(t, s, path)
+	r := s.TryPop(t, path)
 	if r.Status != 500 || string(r.Body) != body {
 		t.Errorf("GET %s: %d %q after %v, want 500 %s", path, r.Status, r.Body, r.Elapsed, body)
 	}
 	return r
 }
 
-// startRetry is startOn for a broker whose first connection may not be
-// made within its acquire timeout: the broker applies
-// DB_POOL_ACQUIRE_TIMEOUT_MS to the dial of its start-up (migration)
-// connection too, so with 50ms it sometimes exits at start on a loaded box.
-// That is reported as a broker finding; the test retries so the rule under
-// test, the pop's 500, still gets checked.
-func startRetry(t *testing.T, db *pgtest.Database, env ...string) *apitest.Server {
-	t.Helper()
-	var last error
-	for attempt := 1; attempt <= 8; attempt++ {
-		s, err := apitest.StartURL(db.URL, env...)
-		if err == nil {
-			if attempt > 1 {
-				t.Logf("the broker started at attempt %d; earlier: %v", attempt, last)
-			}
-			t.Cleanup(func() {
-				s.Stop()
-				if t.Failed() {
-					t.Logf("broker log (%s):\n%s", s.URL, tail(s.Logs(), 8000))
-				}
-			})
-			return s
-		}
-		last = err
-	}
-	t.Fatalf("the broker did not start in 8 attempts: %v", last)
-	return nil
-}
-
 // waitLockWaiter waits until one of the broker's connections to db waits on
 // a lock.
 func waitLockWaiter(t *testing.T, db *pgtest.Database) {
 	t.Helper()
-	if !waitFor(10*time.Second, func() bool {
-		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-   AND application_name = 'queengo' AND wait_event_type = 'Lock'`) > 0
-	}) {
+	if err := apitest.Eventually(10*time.Second, 20*time.Millisecond, func() error {
+		if apitest.QueryInt(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+   AND application_name = 'queengo' AND wait_event_type = 'Lock'`) == 0 {
+			return errors.New("no lock waiter")
+		}
+		return nil
+	}); err != nil {
 		t.Fatal("no broker connection came to wait on the lock")
 	}
 }
@@ -66,22 +42,34 @@ func waitLockWaiter(t *testing.T, db *pgtest.Database) {
 // lock the test holds on queen.partitions.
 func TestPop_PoolExhaustedIs500Pool(t *testing.T) {
 	t.Parallel()
-	db := ownDB(t, "poppool")
-	s := startRetry(t, db, "DB_POOL_SIZE=1", "DB_POOL_ACQUIRE_TIMEOUT_MS=50")
+	db := apitest.CreateDB(t, "poppool")
+	// The broker applies DB_POOL_ACQUIRE_TIMEOUT_MS to the dial of its
+	// start-up (migration) connection too, so with 50ms it sometimes exits
+	// at start on a loaded box. That is reported as a broker finding; the
+	// test retries so the rule under test, the pop's 500, still gets checked.
+	s := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL,
+		Env: []string{"DB_POOL_SIZE=1", "DB_POOL_ACQUIRE_TIMEOUT_MS=50"}, Attempts: 8})
 	ns := apitest.Unique(t, "pool")
 	qa, qb := ns+".t.a", ns+".t.b"
-	pushN(t, s, qa, "p", 1)
-	pushN(t, s, qb, "p", 1)
+	s.PushN(t, qa, "p", 1)
+	s.PushN(t, qb, "p", 1)
 
 	release, lock := holdLock(t, db, "queen.partitions")
 	pushed := make(chan error, 1)
-	go func() { _, err := pushCtx(context.Background(), s, qa, "p"); pushed <- err }()
+	go func() {
+		status, _, err := s.PushCtx(context.Background(), apitest.PushItem{Queue: qa, Partition: "p", TransactionID: apitest.TxID("tx"),
+			Payload: map[string]any{"n": 0.0}})
+		if err == nil && status != 201 {
+			err = fmt.Errorf("push: %d", status)
+		}
+		pushed <- err
+	}()
 	waitLockWaiter(t, db) // the push now holds the only connection
 	for _, path := range []string{
-		wildcard(qb),
-		single(qb, "p"),
-		wildcard(qb, "wait", "true", "timeout", "2000"),
-		discovery("namespace", ns),
+		apitest.PopQueue(qb),
+		apitest.PopPartition(qb, "p"),
+		apitest.PopQueue(qb, "wait", "true", "timeout", "2000"),
+		apitest.PopDiscovery("namespace", ns),
 	} {
 		r := want500(t, s, path, `{"error":"pool"}`)
 		t.Logf("%s: %d after %v", path, r.Status, r.Elapsed)
@@ -94,8 +82,8 @@ func TestPop_PoolExhaustedIs500Pool(t *testing.T) {
 		t.Fatalf("the push blocked behind the lock: %v", err)
 	}
 	// With the connection back, pops work again.
-	if p := popOK(t, s, wildcard(qb, "batch", "10")); len(p.Messages) != 1 {
-		t.Fatalf("after the lock: %v", txids(p))
+	if p := s.PopOK(t, apitest.PopQueue(qb, "batch", "10")); len(p.Messages) != 1 {
+		t.Fatalf("after the lock: %v", p.TxIDs())
 	}
 }
 
@@ -106,20 +94,22 @@ func TestPop_PoolExhaustedIs500Pool(t *testing.T) {
 // on queen.cursors.
 func TestPop_StatementTimeoutIs500PopFailed(t *testing.T) {
 	t.Parallel()
-	db := ownDB(t, "popstmt")
-	s := startOn(t, db, "DB_POOL_SIZE=2", "DB_STATEMENT_TIMEOUT_MS=200")
+	db := apitest.CreateDB(t, "popstmt")
+	s := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL,
+		Env: []string{"DB_POOL_SIZE=2", "DB_STATEMENT_TIMEOUT_MS=200"}})
 	ns := apitest.Unique(t, "stmt")
 	q := ns + ".t.q"
-	first := pushN(t, s, q, "p", 2)
-	wantTx(t, "before the lock", popOK(t, s, wildcard(q, "consumerGroup", "g", "autoAck", "true")), first[:1])
-	wantTx(t, "before the lock, discovery", popOK(t, s, discovery("namespace", ns, "consumerGroup", "d", "autoAck", "true")), first[:1])
+	first := s.PushN(t, q, "p", 2).TxIDs()
+	apitest.WantTxIDs(t, "before the lock", s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "autoAck", "true")), first[:1])
+	apitest.WantTxIDs(t, "before the lock, discovery",
+		s.PopOK(t, apitest.PopDiscovery("namespace", ns, "consumerGroup", "d", "autoAck", "true")), first[:1])
 
 	release, lock := holdLock(t, db, "queen.cursors")
 	for _, path := range []string{
-		wildcard(q, "consumerGroup", "g"),
-		single(q, "p", "consumerGroup", "g"),
-		discovery("namespace", ns, "consumerGroup", "d"),
-		wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "5000"),
+		apitest.PopQueue(q, "consumerGroup", "g"),
+		apitest.PopPartition(q, "p", "consumerGroup", "g"),
+		apitest.PopDiscovery("namespace", ns, "consumerGroup", "d"),
+		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "5000"),
 	} {
 		r := want500(t, s, path, `{"error":"pop failed"}`)
 		t.Logf("%s: %d after %v", path, r.Status, r.Elapsed)
@@ -131,5 +121,5 @@ func TestPop_StatementTimeoutIs500PopFailed(t *testing.T) {
 	if err := <-lock; err != nil {
 		t.Fatalf("lock session: %v", err)
 	}
-	wantTx(t, "after the lock", popOK(t, s, wildcard(q, "consumerGroup", "g")), first[1:])
+	apitest.WantTxIDs(t, "after the lock", s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g")), first[1:])
 }

@@ -12,7 +12,7 @@ import (
 // secs from now.
 func wantLease(t *testing.T, what, queue, partition, group string, secs float64) {
 	t.Helper()
-	c := readCursor(t, apitest.DB, queue, partition, group)
+	c := cursorOf(t, queue, partition, group)
 	if c.LeaseID == "" || c.ExpiresIn < secs-5 || c.ExpiresIn > secs+0.5 {
 		t.Fatalf("%s: lease %q expires in %.1fs, want about %.0fs", what, c.LeaseID, c.ExpiresIn, secs)
 	}
@@ -28,10 +28,10 @@ func TestPop_LeaseSecondsOverridesQueueLease(t *testing.T) {
 	implicit := apitest.Unique(t, "lease-implicit")
 	configured := apitest.Unique(t, "lease-configured")
 	leaseTime := apitest.Unique(t, "lease-45")
-	configure(t, s, configured, nil)
-	configure(t, s, leaseTime, map[string]any{"leaseTime": 45})
+	s.Configure(t, configured, nil)
+	s.Configure(t, leaseTime, map[string]any{"leaseTime": 45})
 	for _, q := range []string{implicit, configured, leaseTime} {
-		pushN(t, s, q, "p", 1)
+		s.PushN(t, q, "p", 1)
 	}
 	for _, tc := range []struct {
 		queue, group, lease string
@@ -47,14 +47,14 @@ func TestPop_LeaseSecondsOverridesQueueLease(t *testing.T) {
 		{leaseTime, "absent", "", false, 45},
 		{leaseTime, "n400", "400", false, 400},
 	} {
-		path := wildcard(tc.queue, "consumerGroup", tc.group)
+		path := apitest.PopQueue(tc.queue, "consumerGroup", tc.group)
 		if tc.single {
-			path = single(tc.queue, "p", "consumerGroup", tc.group)
+			path = apitest.PopPartition(tc.queue, "p", "consumerGroup", tc.group)
 		}
 		if tc.lease != "" {
 			path += "&leaseSeconds=" + tc.lease
 		}
-		popOK(t, s, path)
+		s.PopOK(t, path)
 		wantLease(t, path, tc.queue, "p", tc.group, tc.want)
 	}
 }
@@ -66,9 +66,9 @@ func TestPop_LeaseSecondsZeroOrNegativeIsAbsent(t *testing.T) {
 	s := shared(t)
 	implicit := apitest.Unique(t, "lease0-implicit")
 	configured := apitest.Unique(t, "lease0-configured")
-	configure(t, s, configured, nil)
-	pushN(t, s, implicit, "p", 1)
-	pushN(t, s, configured, "p", 1)
+	s.Configure(t, configured, nil)
+	s.PushN(t, implicit, "p", 1)
+	s.PushN(t, configured, "p", 1)
 	for _, tc := range []struct {
 		queue, group, lease string
 		want                float64
@@ -78,8 +78,8 @@ func TestPop_LeaseSecondsZeroOrNegativeIsAbsent(t *testing.T) {
 		{configured, "zero", "0", 300},
 		{configured, "neg", "-1", 300},
 	} {
-		path := wildcard(tc.queue, "consumerGroup", tc.group, "leaseSeconds", tc.lease)
-		popOK(t, s, path)
+		path := apitest.PopQueue(tc.queue, "consumerGroup", tc.group, "leaseSeconds", tc.lease)
+		s.PopOK(t, path)
 		wantLease(t, path, tc.queue, "p", tc.group, tc.want)
 	}
 }
@@ -91,24 +91,24 @@ func TestPop_OneLiveLeasePerPartitionGroup(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "onelease")
-	txs := pushN(t, s, q, "p", 3)
-	p := popOK(t, s, single(q, "p", "consumerGroup", "g", "batch", "1"))
-	wantTx(t, "first pop", p, txs[:1])
+	txs := s.PushN(t, q, "p", 3).TxIDs()
+	p := s.PopOK(t, apitest.PopPartition(q, "p", "consumerGroup", "g", "batch", "1"))
+	apitest.WantTxIDs(t, "first pop", p, txs[:1])
 	for _, path := range []string{
-		single(q, "p", "consumerGroup", "g", "batch", "10"),
-		wildcard(q, "consumerGroup", "g", "batch", "10"),
-		wildcard(q, "consumerGroup", "g", "autoAck", "true"),
-		single(q, "p", "consumerGroup", "g", "leaseSeconds", "5"),
+		apitest.PopPartition(q, "p", "consumerGroup", "g", "batch", "10"),
+		apitest.PopQueue(q, "consumerGroup", "g", "batch", "10"),
+		apitest.PopQueue(q, "consumerGroup", "g", "autoAck", "true"),
+		apitest.PopPartition(q, "p", "consumerGroup", "g", "leaseSeconds", "5"),
 	} {
-		popEmpty(t, s, path)
+		s.PopEmpty(t, path)
 	}
-	c := readCursor(t, apitest.DB, q, "p", "g")
+	c := cursorOf(t, q, "p", "g")
 	if c.LeaseID != p.LeaseID || c.Committed != 0 {
 		t.Fatalf("cursor %+v, want the first pop's lease %s over an uncommitted span", c, p.LeaseID)
 	}
 	// Cursors and leases are per group.
-	wantTx(t, "another group", popOK(t, s, single(q, "p", "consumerGroup", "h", "batch", "1")), txs[:1])
-	wantTx(t, "queue mode", popOK(t, s, single(q, "p", "batch", "1")), txs[:1])
+	apitest.WantTxIDs(t, "another group", s.PopOK(t, apitest.PopPartition(q, "p", "consumerGroup", "h", "batch", "1")), txs[:1])
+	apitest.WantTxIDs(t, "queue mode", s.PopOK(t, apitest.PopPartition(q, "p", "batch", "1")), txs[:1])
 }
 
 // TestPop_PollersSkipLeasedPartitions: a poller that meets a leased partition
@@ -118,20 +118,20 @@ func TestPop_PollersSkipLeasedPartitions(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "skip")
-	backlog := map[string][]string{"a": pushN(t, s, q, "a", 2), "b": pushN(t, s, q, "b", 2)}
-	path := wildcard(q, "consumerGroup", "g", "batch", "10", "partitions", "1")
-	p1 := popOK(t, s, path)
-	p2 := popOK(t, s, path)
+	backlog := map[string][]string{"a": s.PushN(t, q, "a", 2).TxIDs(), "b": s.PushN(t, q, "b", 2).TxIDs()}
+	path := apitest.PopQueue(q, "consumerGroup", "g", "batch", "10", "partitions", "1")
+	p1 := s.PopOK(t, path)
+	p2 := s.PopOK(t, path)
 	if p1.Partition == p2.Partition {
 		t.Fatalf("both pops got partition %s", p1.Partition)
 	}
-	wantTx(t, "first", p1, backlog[p1.Partition])
-	wantTx(t, "second", p2, backlog[p2.Partition])
-	popEmpty(t, s, path)
+	apitest.WantTxIDs(t, "first", p1, backlog[p1.Partition])
+	apitest.WantTxIDs(t, "second", p2, backlog[p2.Partition])
+	s.PopEmpty(t, path)
 
 	// Concurrent pollers of a fresh group spread the same way.
-	path = wildcard(q, "consumerGroup", "h", "batch", "10", "partitions", "1")
-	c1, c2 := async(context.Background(), nil, s, path), async(context.Background(), nil, s, path)
+	path = apitest.PopQueue(q, "consumerGroup", "h", "batch", "10", "partitions", "1")
+	c1, c2 := async(context.Background(), s, path), async(context.Background(), s, path)
 	o1, o2 := await(t, c1, 10*time.Second), await(t, c2, 10*time.Second)
 	if o1.r.Status != 200 || o2.r.Status != 200 {
 		t.Fatalf("concurrent pops: %d %q, %d %q", o1.r.Status, o1.r.Body, o2.r.Status, o2.r.Body)
@@ -148,50 +148,36 @@ func TestPop_LeaseExpiryRedeliversWithoutRetryBudget(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "expiry")
-	txs := pushN(t, s, q, "p", 2)
+	txs := s.PushN(t, q, "p", 2).TxIDs()
 	for _, tc := range []struct{ name, path string }{
-		{"wildcard", wildcard(q, "consumerGroup", "g", "batch", "2", "leaseSeconds", "1")},
-		{"single", single(q, "p", "consumerGroup", "h", "batch", "2", "leaseSeconds", "1")},
+		{"wildcard", apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "leaseSeconds", "1")},
+		{"single", apitest.PopPartition(q, "p", "consumerGroup", "h", "batch", "2", "leaseSeconds", "1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			group := "g"
 			if tc.name == "single" {
 				group = "h"
 			}
-			first := popOK(t, s, tc.path)
-			wantTx(t, "first delivery", first, txs)
-			expiry := leaseExpiresAt(t, apitest.DB, q, "p", group)
+			first := s.PopOK(t, tc.path)
+			apitest.WantTxIDs(t, "first delivery", first, txs)
+			expiry := leaseExpiresAt(t, q, "p", group)
 			// While the lease lives the span is not claimable (on a slow box
 			// the lease may be gone by the time this pop is sent: then a
 			// redelivery is right).
 			sent := time.Now()
-			if r := get(t, s, tc.path); sent.Before(expiry) || r.Status != 200 {
-				if err := bare204(r); err != nil {
+			if r := s.TryPop(t, tc.path); sent.Before(expiry) || r.Status != 200 {
+				if err := r.Bare204(); err != nil {
 					t.Fatalf("pop during the lease: %v", err)
 				}
 			}
 			prev := first
 			for round := 0; round < 2; round++ {
-				var again *apitest.PopResponse
-				var at time.Time
-				ok := waitFor(5*time.Second, func() bool {
-					r := get(t, s, tc.path)
-					if r.Status == 200 {
-						again, at = r.Pop, time.Now()
-						return true
-					}
-					if err := bare204(r); err != nil {
-						t.Fatal(err)
-					}
-					return false
-				})
-				if !ok {
-					t.Fatalf("round %d: not redelivered within 5s of the expiry", round)
-				}
+				again := s.PopUntil(t, tc.path, 5*time.Second, 20*time.Millisecond)
+				at := time.Now()
 				if early := expiry.Sub(at); early > 50*time.Millisecond {
 					t.Fatalf("round %d: redelivered %v before the 1s lease expired", round, early)
 				}
-				wantTx(t, "redelivery", again, txs)
+				apitest.WantTxIDs(t, "redelivery", again, txs)
 				for i, m := range again.Messages {
 					if m.ID != first.Messages[i].ID {
 						t.Fatalf("redelivered message %d has id %s, first delivery %s", i, m.ID, first.Messages[i].ID)
@@ -201,9 +187,9 @@ func TestPop_LeaseExpiryRedeliversWithoutRetryBudget(t *testing.T) {
 					t.Fatalf("redelivery under the expired lease id %s", again.LeaseID)
 				}
 				prev = again
-				expiry = leaseExpiresAt(t, apitest.DB, q, "p", group)
+				expiry = leaseExpiresAt(t, q, "p", group)
 			}
-			n := count(t, apitest.DB, `SELECT coalesce(sum(a.failures), 0)::bigint FROM queen.attempts a
+			n := apitest.QueryInt(t, apitest.DB, `SELECT coalesce(sum(a.failures), 0)::bigint FROM queen.attempts a
   JOIN queen.partitions p ON p.id = a.partition_id JOIN queen.queues q ON q.id = p.queue_id
  WHERE q.name = $1 AND a.consumer_group = $2`, q, group)
 			if n != 0 {
@@ -220,7 +206,7 @@ func TestPop_AutoAckCommitsInsidePop(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "autoack")
-	txs := pushN(t, s, q, "p", 5)
+	txs := s.PushN(t, q, "p", 5).TxIDs()
 	wantNoLease := func(p *apitest.PopResponse) {
 		t.Helper()
 		if p.LeaseID != "" {
@@ -232,36 +218,36 @@ func TestPop_AutoAckCommitsInsidePop(t *testing.T) {
 			}
 		}
 	}
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "2", "autoAck", "true"))
-	wantTx(t, "autoAck pop", p, txs[:2])
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2", "autoAck", "true"))
+	apitest.WantTxIDs(t, "autoAck pop", p, txs[:2])
 	wantNoLease(p)
-	if c := readCursor(t, apitest.DB, q, "p", "g"); c.Committed != 2 || c.LeaseID != "" || c.ExpiresIn != -1e9 {
+	if c := cursorOf(t, q, "p", "g"); c.Committed != 2 || c.LeaseID != "" || c.Expires != nil {
 		t.Fatalf("after the autoAck pop answered: cursor %+v, want committed 2 and no lease", c)
 	}
-	p = popOK(t, s, single(q, "p", "consumerGroup", "g", "batch", "1", "autoAck", "true"))
-	wantTx(t, "single-route autoAck pop", p, txs[2:3])
+	p = s.PopOK(t, apitest.PopPartition(q, "p", "consumerGroup", "g", "batch", "1", "autoAck", "true"))
+	apitest.WantTxIDs(t, "single-route autoAck pop", p, txs[2:3])
 	wantNoLease(p)
-	if c := readCursor(t, apitest.DB, q, "p", "g"); c.Committed != 3 || c.LeaseID != "" {
+	if c := cursorOf(t, q, "p", "g"); c.Committed != 3 || c.LeaseID != "" {
 		t.Fatalf("cursor %+v, want committed 3 and no lease", c)
 	}
-	leased := popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "2"))
-	wantTx(t, "leased pop after the autoAck pops", leased, txs[3:])
+	leased := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "2"))
+	apitest.WantTxIDs(t, "leased pop after the autoAck pops", leased, txs[3:])
 	if leased.LeaseID == "" {
 		t.Fatal("a pop without autoAck answered an empty leaseId")
 	}
 
 	// Several partitions in one autoAck pop: all committed, none leased.
 	q2 := apitest.Unique(t, "autoack-multi")
-	a, b := pushN(t, s, q2, "a", 2), pushN(t, s, q2, "b", 3)
-	p = popOK(t, s, wildcard(q2, "consumerGroup", "g", "batch", "100", "partitions", "0", "autoAck", "true"))
+	a, b := s.PushN(t, q2, "a", 2).TxIDs(), s.PushN(t, q2, "b", 3).TxIDs()
+	p = s.PopOK(t, apitest.PopQueue(q2, "consumerGroup", "g", "batch", "100", "partitions", "0", "autoAck", "true"))
 	wantNoLease(p)
 	if len(p.Messages) != 5 {
-		t.Fatalf("multi-partition autoAck pop: %v", txids(p))
+		t.Fatalf("multi-partition autoAck pop: %v", p.TxIDs())
 	}
 	for part, want := range map[string]int64{"a": int64(len(a)), "b": int64(len(b))} {
-		if c := readCursor(t, apitest.DB, q2, part, "g"); c.Committed != want || c.LeaseID != "" {
+		if c := cursorOf(t, q2, part, "g"); c.Committed != want || c.LeaseID != "" {
 			t.Fatalf("partition %s: cursor %+v, want committed %d and no lease", part, c, want)
 		}
 	}
-	popEmpty(t, s, wildcard(q2, "consumerGroup", "g", "autoAck", "true"))
+	s.PopEmpty(t, apitest.PopQueue(q2, "consumerGroup", "g", "autoAck", "true"))
 }

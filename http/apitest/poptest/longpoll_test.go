@@ -21,27 +21,27 @@ func TestPop_WaitFalseIsOneAttempt(t *testing.T) {
 	s := shared(t)
 	ns := apitest.Unique(t, "once")
 	q := ns + ".t.q"
-	configure(t, s, q, nil)
+	s.Configure(t, q, nil)
 	for _, path := range []string{
-		wildcard(q, "consumerGroup", "g"),
-		single(q, "Default", "consumerGroup", "g", "wait", "false"),
-		discovery("namespace", ns, "consumerGroup", "g", "wait", "false", "timeout", "10000"),
+		apitest.PopQueue(q, "consumerGroup", "g"),
+		apitest.PopPartition(q, "Default", "consumerGroup", "g", "wait", "false"),
+		apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "false", "timeout", "10000"),
 	} {
-		if r := popEmpty(t, s, path); r.Elapsed >= atOnce {
+		if r := s.PopEmpty(t, path); r.Elapsed >= atOnce {
 			t.Fatalf("%s: empty answer after %v", path, r.Elapsed)
 		}
 	}
-	txs := pushN(t, s, q, "Default", 2)
+	txs := s.PushN(t, q, "Default", 2).TxIDs()
 	for _, path := range []string{
-		wildcard(q, "consumerGroup", "w", "batch", "10"),
-		single(q, "Default", "consumerGroup", "s", "batch", "10", "wait", "false"),
-		discovery("namespace", ns, "consumerGroup", "d", "batch", "10", "timeout", "10000"),
+		apitest.PopQueue(q, "consumerGroup", "w", "batch", "10"),
+		apitest.PopPartition(q, "Default", "consumerGroup", "s", "batch", "10", "wait", "false"),
+		apitest.PopDiscovery("namespace", ns, "consumerGroup", "d", "batch", "10", "timeout", "10000"),
 	} {
-		r := get(t, s, path)
+		r := s.TryPop(t, path)
 		if r.Status != 200 || r.Elapsed >= atOnce {
 			t.Fatalf("%s: %d after %v", path, r.Status, r.Elapsed)
 		}
-		wantTx(t, path, r.Pop, txs)
+		apitest.WantTxIDs(t, path, r.Pop, txs)
 	}
 }
 
@@ -53,15 +53,15 @@ func TestPop_WaitTrueParksUntilTimeout(t *testing.T) {
 	s := shared(t)
 	ns := apitest.Unique(t, "park")
 	q := ns + ".t.q"
-	configure(t, s, q, nil)
+	s.Configure(t, q, nil)
 	for _, tc := range []struct{ name, path string }{
-		{"wildcard", wildcard(q, "wait", "true", "timeout", "800")},
-		{"single", single(q, "Default", "wait", "true", "timeout", "800")},
-		{"discovery", discovery("namespace", ns, "wait", "true", "timeout", "800")},
+		{"wildcard", apitest.PopQueue(q, "wait", "true", "timeout", "800")},
+		{"single", apitest.PopPartition(q, "Default", "wait", "true", "timeout", "800")},
+		{"discovery", apitest.PopDiscovery("namespace", ns, "wait", "true", "timeout", "800")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := popEmpty(t, s, tc.path)
+			r := s.PopEmpty(t, tc.path)
 			if r.Elapsed < 800*time.Millisecond || r.Elapsed >= 800*time.Millisecond+atOnce {
 				t.Fatalf("answered after %v, want at its 800ms timeout", r.Elapsed)
 			}
@@ -73,7 +73,7 @@ func TestPop_WaitTrueParksUntilTimeout(t *testing.T) {
 // push, and returns the pop's outcome and the time the push answered.
 func parkThenPush(t *testing.T, s *apitest.Server, path string, push func()) (outcome, time.Time) {
 	t.Helper()
-	ch := async(context.Background(), nil, s, path)
+	ch := async(context.Background(), s, path)
 	if o, parked := pending(ch, 400*time.Millisecond); !parked {
 		t.Fatalf("pop answered %d %q before anything was pushed", o.r.Status, o.r.Body)
 	}
@@ -97,7 +97,7 @@ func TestD12_PushWakesParkedPop(t *testing.T) {
 		if o.r.Status != 200 {
 			t.Fatalf("woken pop: %d %q", o.r.Status, o.r.Body)
 		}
-		wantTx(t, "woken pop", o.r.Pop, want)
+		apitest.WantTxIDs(t, "woken pop", o.r.Pop, want)
 		lat := o.at.Sub(pushed)
 		t.Logf("wake latency (push answered to pop answered): %v; pop took %v", lat, o.r.Elapsed)
 		if lat > within {
@@ -108,49 +108,49 @@ func TestD12_PushWakesParkedPop(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "wake-w")
 		var txs []string
-		o, at := parkThenPush(t, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", timeout),
-			func() { txs = pushN(t, s, q, "p", 1) })
+		o, at := parkThenPush(t, s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = s.PushN(t, q, "p", 1).TxIDs() })
 		check(t, o, at, txs)
 	})
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "wake-s")
-		pushN(t, s, q, "p", 1)
-		popOK(t, s, single(q, "p", "consumerGroup", "g", "autoAck", "true"))
+		s.PushN(t, q, "p", 1)
+		s.PopOK(t, apitest.PopPartition(q, "p", "consumerGroup", "g", "autoAck", "true"))
 		var txs []string
-		o, at := parkThenPush(t, s, single(q, "p", "consumerGroup", "g", "wait", "true", "timeout", timeout),
-			func() { txs = pushN(t, s, q, "p", 1) })
+		o, at := parkThenPush(t, s, apitest.PopPartition(q, "p", "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = s.PushN(t, q, "p", 1).TxIDs() })
 		check(t, o, at, txs)
 	})
 	t.Run("single, partition created by the push", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "wake-s-new")
 		var txs []string
-		o, at := parkThenPush(t, s, single(q, "fresh", "consumerGroup", "g", "wait", "true", "timeout", timeout),
-			func() { txs = pushN(t, s, q, "fresh", 1) })
+		o, at := parkThenPush(t, s, apitest.PopPartition(q, "fresh", "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = s.PushN(t, q, "fresh", 1).TxIDs() })
 		check(t, o, at, txs)
 	})
 	t.Run("discovery", func(t *testing.T) {
 		t.Parallel()
 		ns := apitest.Unique(t, "wake-d")
 		q := ns + ".t.q"
-		configure(t, s, q, nil)
+		s.Configure(t, q, nil)
 		outside := apitest.Unique(t, "wake-d-out") + ".t.q"
 		var txs []string
-		path := discovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout, "autoAck", "true")
-		o, at := parkThenPush(t, s, path, func() { txs = pushN(t, s, q, "Default", 1) })
+		path := apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout, "autoAck", "true")
+		o, at := parkThenPush(t, s, path, func() { txs = s.PushN(t, q, "Default", 1).TxIDs() })
 		check(t, o, at, txs)
 
 		// A push outside the scope leaves it parked; one inside wakes it.
-		ch := async(context.Background(), nil, s, path)
+		ch := async(context.Background(), s, path)
 		if o, parked := pending(ch, 400*time.Millisecond); !parked {
 			t.Fatalf("answered %d %q before anything was pushed", o.r.Status, o.r.Body)
 		}
-		pushN(t, s, outside, "Default", 1)
+		s.PushN(t, outside, "Default", 1)
 		if o, parked := pending(ch, 700*time.Millisecond); !parked {
 			t.Fatalf("a push outside the scope answered it: %d %q", o.r.Status, o.r.Body)
 		}
-		txs = pushN(t, s, q, "Default", 1)
+		txs = s.PushN(t, q, "Default", 1).TxIDs()
 		at = time.Now()
 		check(t, await(t, ch, 15*time.Second), at, txs)
 	})
@@ -158,8 +158,8 @@ func TestD12_PushWakesParkedPop(t *testing.T) {
 		t.Parallel()
 		ns := apitest.Unique(t, "wake-d-new")
 		var txs []string
-		o, at := parkThenPush(t, s, discovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout),
-			func() { txs = pushN(t, s, ns+".t.brand-new", "Default", 1) })
+		o, at := parkThenPush(t, s, apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", timeout),
+			func() { txs = s.PushN(t, ns+".t.brand-new", "Default", 1).TxIDs() })
 		check(t, o, at, txs)
 	})
 }
@@ -176,16 +176,16 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 	t.Run("lease expiry", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "bo-lease")
-		txs := pushN(t, s, q, "p", 1)
-		first := popOK(t, s, wildcard(q, "consumerGroup", "g", "leaseSeconds", "1"))
-		wantTx(t, "leased", first, txs)
-		expiry := leaseExpiresAt(t, apitest.DB, q, "p", "g")
-		ch := async(context.Background(), nil, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
+		txs := s.PushN(t, q, "p", 1).TxIDs()
+		first := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "leaseSeconds", "1"))
+		apitest.WantTxIDs(t, "leased", first, txs)
+		expiry := leaseExpiresAt(t, q, "p", "g")
+		ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
 		o := await(t, ch, 15*time.Second)
 		if o.r.Status != 200 {
 			t.Fatalf("parked pop: %d %q, want the redelivery", o.r.Status, o.r.Body)
 		}
-		wantTx(t, "redelivery", o.r.Pop, txs)
+		apitest.WantTxIDs(t, "redelivery", o.r.Pop, txs)
 		d := o.at.Sub(expiry)
 		t.Logf("redelivered %v after the lease expired", d)
 		if d < -100*time.Millisecond || d > boMax+slack {
@@ -195,12 +195,12 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 	t.Run("delayedProcessing", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "bo-delay")
-		configure(t, s, q, map[string]any{"delayedProcessing": 1})
-		ch := async(context.Background(), nil, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
+		s.Configure(t, q, map[string]any{"delayedProcessing": 1})
+		ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
 		if o, parked := pending(ch, 300*time.Millisecond); !parked {
 			t.Fatalf("answered %d %q before the push", o.r.Status, o.r.Body)
 		}
-		txs := pushN(t, s, q, "Default", 1)
+		txs := s.PushN(t, q, "Default", 1).TxIDs()
 		var created float64
 		if err := apitest.DB.QueryRow(`SELECT extract(epoch FROM s.created_at)::float8 FROM queen.segments s
   JOIN queen.partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`,
@@ -212,7 +212,7 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 		if o.r.Status != 200 {
 			t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
 		}
-		wantTx(t, "delayed message", o.r.Pop, txs)
+		apitest.WantTxIDs(t, "delayed message", o.r.Pop, txs)
 		d := o.at.Sub(visible)
 		t.Logf("delivered %v after the delay ran out", d)
 		if d < -50*time.Millisecond || d > boMax+slack {
@@ -228,11 +228,11 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 	t.Parallel()
 	const parked, pool = 2000, 4
-	db := ownDB(t, "popidle")
-	s := startOn(t, db, "DB_POOL_SIZE=4")
+	db := apitest.CreateDB(t, "popidle")
+	s := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=4"}})
 	idle, busy := apitest.Unique(t, "idle"), apitest.Unique(t, "busy")
-	pushN(t, s, busy, "p", 1)
-	popOK(t, s, wildcard(busy, "autoAck", "true"))
+	s.PushN(t, busy, "p", 1)
+	s.PopOK(t, apitest.PopQueue(busy, "autoAck", "true"))
 
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: parked + 100,
 		MaxIdleConns: parked + 100, IdleConnTimeout: time.Minute}}
@@ -244,7 +244,7 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 	var earlyErr error
 	var wg sync.WaitGroup
 	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) }}
-	target := s.URL + wildcard(idle, "wait", "true", "timeout", "20000")
+	target := s.URL + apitest.PopQueue(idle, "wait", "true", "timeout", "20000")
 	start := time.Now()
 	for i := 0; i < parked; i++ {
 		wg.Add(1)
@@ -272,7 +272,12 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if !waitFor(30*time.Second, func() bool { return wrote.Load() == parked || early.Load() > 0 }) {
+	if err := apitest.Eventually(30*time.Second, 20*time.Millisecond, func() error {
+		if wrote.Load() != parked && early.Load() == 0 {
+			return errors.New("not all sent")
+		}
+		return nil
+	}); err != nil {
 		t.Fatalf("only %d of %d long polls were sent within 30s", wrote.Load(), parked)
 	}
 	time.Sleep(time.Second) // let the broker park them all
@@ -281,15 +286,15 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 	// The broker's connections carry application_name queengo; the test's
 	// own probes (one short connection each) do not.
 	conns := func() int64 {
-		return count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		return apitest.QueryInt(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
    AND application_name = 'queengo'`)
 	}
 	maxConns := conns()
 	pushStart := time.Now()
-	pushN(t, s, busy, "p", 1)
+	s.PushN(t, busy, "p", 1)
 	pushTook := time.Since(pushStart)
 	maxConns = max(maxConns, conns())
-	r := get(t, s, wildcard(busy, "autoAck", "true"))
+	r := s.TryPop(t, apitest.PopQueue(busy, "autoAck", "true"))
 	maxConns = max(maxConns, conns())
 	t.Logf("with %d parked: push took %v, pop took %v; at most %d database connections seen", parked, pushTook, r.Elapsed, maxConns)
 	if r.Status != 200 || len(r.Pop.Messages) != 1 {
@@ -323,7 +328,7 @@ func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 	q := apitest.Unique(t, "gone")
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := &http.Client{Transport: &http.Transport{}}
-	ch := async(ctx, gone, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "10000"))
+	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "10000"))
 	if o, parked := pending(ch, 400*time.Millisecond); !parked {
 		t.Fatalf("answered %d %q before anything was pushed", o.r.Status, o.r.Body)
 	}
@@ -332,17 +337,18 @@ func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
 	}
 	time.Sleep(1200 * time.Millisecond) // the broker checks parked sockets every 500ms
-	txs := pushN(t, s, q, "Default", 1)
+	txs := s.PushN(t, q, "Default", 1).TxIDs()
 	other := &http.Client{Transport: &http.Transport{}}
-	r, err := do(context.Background(), other, s, wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "3000"))
+	r, err := s.WithClient(other).PopCtx(context.Background(),
+		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "3000"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Status != 200 {
 		t.Fatalf("the second client got %d %q: the message went to the client that left", r.Status, r.Body)
 	}
-	wantTx(t, "second client", r.Pop, txs)
-	if c := readCursor(t, apitest.DB, q, "Default", "g"); c.LeaseID != r.Pop.LeaseID {
+	apitest.WantTxIDs(t, "second client", r.Pop, txs)
+	if c := cursorOf(t, q, "Default", "g"); c.LeaseID != r.Pop.LeaseID {
 		t.Fatalf("cursor lease %q, the second client's %q", c.LeaseID, r.Pop.LeaseID)
 	}
 }

@@ -39,12 +39,12 @@ func maintenance(t *testing.T, s *apitest.Server, set *bool) bool {
 // process-wide.)
 func TestD11_PopMaintenance(t *testing.T) {
 	t.Parallel()
-	db := ownDB(t, "popmaint")
-	a := startOn(t, db, "DB_POOL_SIZE=2")
-	b := startOn(t, db, "DB_POOL_SIZE=2")
+	db := apitest.CreateDB(t, "popmaint")
+	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=2"}})
+	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=2"}})
 	ns := apitest.Unique(t, "maint")
 	q := ns + ".t.q"
-	pushN(t, a, q, "p", 2)
+	a.PushN(t, q, "p", 2)
 	on, off := true, false
 
 	for _, bad := range []any{map[string]any{}, map[string]any{"enabled": "yes"}} {
@@ -69,33 +69,33 @@ func TestD11_PopMaintenance(t *testing.T) {
 
 	paths := func(group string) []string {
 		return []string{
-			wildcard(q, "consumerGroup", group, "batch", "10"),
-			single(q, "p", "consumerGroup", group, "batch", "10"),
-			discovery("namespace", ns, "consumerGroup", group, "batch", "10"),
+			apitest.PopQueue(q, "consumerGroup", group, "batch", "10"),
+			apitest.PopPartition(q, "p", "consumerGroup", group, "batch", "10"),
+			apitest.PopDiscovery("namespace", ns, "consumerGroup", group, "batch", "10"),
 		}
 	}
 	// On the broker that switched it: at once with wait=false, although
 	// messages are there.
 	for _, path := range paths("a") {
-		if r := popEmpty(t, a, path); r.Elapsed >= atOnce {
+		if r := a.PopEmpty(t, path); r.Elapsed >= atOnce {
 			t.Fatalf("%s: paused pop with wait=false answered after %v", path, r.Elapsed)
 		}
 	}
 	// After the timeout with wait=true.
 	for _, path := range paths("a-wait") {
-		r := popEmpty(t, a, path+"&wait=true&timeout=1000")
+		r := a.PopEmpty(t, path+"&wait=true&timeout=1000")
 		if r.Elapsed < time.Second || r.Elapsed >= time.Second+atOnce {
 			t.Fatalf("%s: paused pop with wait=true answered after %v, want at its 1000ms timeout", path, r.Elapsed)
 		}
 	}
-	pushN(t, a, q, "p", 1) // pushes keep working
+	a.PushN(t, q, "p", 1).TxIDs() // pushes keep working
 
 	// The other process follows the flag in PostgreSQL within about 2s.
 	sleepUntil(switched.Add(2200 * time.Millisecond))
 	for _, path := range paths("b") {
-		popEmpty(t, b, path)
+		b.PopEmpty(t, path)
 	}
-	if r := popEmpty(t, b, paths("b-wait")[0]+"&wait=true&timeout=800"); r.Elapsed < 800*time.Millisecond {
+	if r := b.PopEmpty(t, paths("b-wait")[0]+"&wait=true&timeout=800"); r.Elapsed < 800*time.Millisecond {
 		t.Fatalf("paused pop with wait=true on the second broker answered after %v, before its timeout", r.Elapsed)
 	}
 
@@ -103,13 +103,14 @@ func TestD11_PopMaintenance(t *testing.T) {
 		t.Fatal("POST enabled=false answered popMaintenanceMode true")
 	}
 	resumed := time.Now()
-	if p := popOK(t, a, paths("a-after")[0]); len(p.Messages) != 3 {
-		t.Fatalf("after maintenance on the switching broker: %v, want 3 messages", txids(p))
+	if p := a.PopOK(t, paths("a-after")[0]); len(p.Messages) != 3 {
+		t.Fatalf("after maintenance on the switching broker: %v, want 3 messages", p.TxIDs())
 	}
-	p, at := pollUntilDelivered(t, b, paths("b-after")[0], 5*time.Second)
+	p := b.PopUntil(t, paths("b-after")[0], 5*time.Second, 20*time.Millisecond)
+	at := time.Now()
 	t.Logf("the second broker resumed %v after the switch", at.Sub(resumed))
 	if len(p.Messages) != 3 || at.Sub(resumed) > 2500*time.Millisecond {
-		t.Fatalf("second broker delivered %v %v after the switch, want 3 messages within about 2s", txids(p), at.Sub(resumed))
+		t.Fatalf("second broker delivered %v %v after the switch, want 3 messages within about 2s", p.TxIDs(), at.Sub(resumed))
 	}
 	if maintenance(t, b, nil) {
 		t.Fatal("GET on the second broker still says on")

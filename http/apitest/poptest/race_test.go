@@ -3,6 +3,7 @@ package poptest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,7 @@ func fill(t *testing.T, s *apitest.Server, q string, parts, per, chunk int) map[
 	for done := 0; done < per; done += chunk {
 		for i := 0; i < parts; i++ {
 			p := fmt.Sprintf("p%02d", i)
-			want[p] = append(want[p], pushN(t, s, q, p, chunk)...)
+			want[p] = append(want[p], s.PushN(t, q, p, chunk).TxIDs()...)
 		}
 	}
 	return want
@@ -51,7 +52,7 @@ func poppers(t *testing.T, s *apitest.Server, path string, n, idle int, d time.D
 			defer wg.Done()
 			empties := 0
 			for ctx.Err() == nil && !stop(delivered.Load()) && empties < idle {
-				r, err := do(ctx, nil, s, path)
+				r, err := s.PopCtx(ctx, path)
 				if err != nil {
 					if ctx.Err() == nil {
 						failure.Store(err.Error())
@@ -92,7 +93,7 @@ func TestPop_RaceAutoAckExactlyOnceInOrder(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "race-autoack")
 	want := fill(t, s, q, 10, 100, 20)
-	all := poppers(t, s, wildcard(q, "consumerGroup", "g", "batch", "10", "partitions", "2", "autoAck", "true"),
+	all := poppers(t, s, apitest.PopQueue(q, "consumerGroup", "g", "batch", "10", "partitions", "2", "autoAck", "true"),
 		20, 20, 60*time.Second, func(n int64) bool { return n >= 1000 })
 
 	seen := map[string]int{}
@@ -143,7 +144,7 @@ func TestPop_RaceAutoAckExactlyOnceInOrder(t *testing.T) {
 			}
 			at += n
 		}
-		if c := readCursor(t, apitest.DB, q, p, "g"); c.Committed != int64(len(want[p])) || c.LeaseID != "" {
+		if c := cursorOf(t, q, p, "g"); c.Committed != int64(len(want[p])) || c.LeaseID != "" {
 			t.Fatalf("partition %s: cursor %+v, want committed %d", p, c, len(want[p]))
 		}
 	}
@@ -161,7 +162,7 @@ func TestPop_RaceLeasedSpansNeverOverlap(t *testing.T) {
 	q := apitest.Unique(t, "race-leased")
 	want := fill(t, s, q, 10, 20, 10)
 	start := time.Now()
-	all := poppers(t, s, wildcard(q, "consumerGroup", "g", "batch", "10", "partitions", "2", "leaseSeconds", "60"),
+	all := poppers(t, s, apitest.PopQueue(q, "consumerGroup", "g", "batch", "10", "partitions", "2", "leaseSeconds", "60"),
 		20, 5, 40*time.Second, func(int64) bool { return false })
 	if time.Since(start) > 50*time.Second {
 		t.Fatal("the poppers outlived the 60s lease; overlap would be redelivery")
@@ -180,7 +181,7 @@ func TestPop_RaceLeasedSpansNeverOverlap(t *testing.T) {
 				t.Fatalf("partition %s leased twice at once: %s and %s", r.partition, l, d.pop.LeaseID)
 			}
 			leaseOf[r.partition] = d.pop.LeaseID
-			if !equal(r.txs, want[r.partition][:len(r.txs)]) {
+			if !slices.Equal(r.txs, want[r.partition][:len(r.txs)]) {
 				t.Fatalf("partition %s: delivered %v, want the first of %v", r.partition, r.txs, want[r.partition])
 			}
 		}
@@ -196,7 +197,7 @@ func TestPop_RaceLeasedSpansNeverOverlap(t *testing.T) {
 		t.Fatalf("%d partitions leased, %d messages delivered; want all 10 partitions, 10 messages each", len(leaseOf), total)
 	}
 	for p, l := range leaseOf {
-		if c := readCursor(t, apitest.DB, q, p, "g"); c.LeaseID != l || c.Committed != 0 {
+		if c := cursorOf(t, q, p, "g"); c.LeaseID != l || c.Committed != 0 {
 			t.Fatalf("partition %s: cursor %+v, want lease %s", p, c, l)
 		}
 	}

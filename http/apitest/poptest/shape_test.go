@@ -2,8 +2,9 @@ package poptest
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +18,7 @@ var (
 )
 
 func sameKeys(got map[string]any, want []string) bool {
-	g := keys(got)
-	w := append([]string(nil), want...)
-	sort.Strings(g)
-	sort.Strings(w)
-	return equal(g, w)
+	return slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(slices.Values(want)))
 }
 
 // TestPop_ResponseShape: a 200 carries exactly the top-level fields of
@@ -33,14 +30,14 @@ func TestPop_ResponseShape(t *testing.T) {
 	s := shared(t)
 	ns := apitest.Unique(t, "shape")
 	q := ns + ".t.q"
-	pushN(t, s, q, "p1", 2)
+	s.PushN(t, q, "p1", 2)
 	for _, tc := range []struct{ name, path, queue string }{
-		{"single", single(q, "p1", "consumerGroup", "single", "batch", "2"), q},
-		{"wildcard", wildcard(q, "consumerGroup", "wildcard", "batch", "2"), q},
-		{"discovery", discovery("namespace", ns, "consumerGroup", "discovery", "batch", "2"), ""},
+		{"single", apitest.PopPartition(q, "p1", "consumerGroup", "single", "batch", "2"), q},
+		{"wildcard", apitest.PopQueue(q, "consumerGroup", "wildcard", "batch", "2"), q},
+		{"discovery", apitest.PopDiscovery("namespace", ns, "consumerGroup", "discovery", "batch", "2"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := get(t, s, tc.path)
+			r := s.TryPop(t, tc.path)
 			if r.Status != 200 {
 				t.Fatalf("status %d %q", r.Status, r.Body)
 			}
@@ -52,7 +49,7 @@ func TestPop_ResponseShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !sameKeys(top, topKeys) {
-				t.Fatalf("top-level keys %v, want exactly %v", keys(top), topKeys)
+				t.Fatalf("top-level keys %v, want exactly %v", slices.Sorted(maps.Keys(top)), topKeys)
 			}
 			if top["success"] != true || top["queue"] != tc.queue || top["consumerGroup"] != tc.name ||
 				top["partition"] != "p1" || top["partitionsClaimed"] != 1.0 {
@@ -65,7 +62,7 @@ func TestPop_ResponseShape(t *testing.T) {
 			for _, m := range msgs {
 				mm, _ := m.(map[string]any)
 				if !sameKeys(mm, msgKeys) {
-					t.Fatalf("message keys %v, want exactly %v", keys(mm), msgKeys)
+					t.Fatalf("message keys %v, want exactly %v", slices.Sorted(maps.Keys(mm)), msgKeys)
 				}
 				if mm["partition"] != "p1" || mm["consumerGroup"] != tc.name || mm["leaseId"] != top["leaseId"] ||
 					mm["partitionId"] != top["partitionId"] {
@@ -94,7 +91,7 @@ func TestPop_MessageFields(t *testing.T) {
 	items[0].TraceID = trace
 	res := s.Push(t, items...)
 
-	r := get(t, s, wildcard(q, "consumerGroup", "g", "batch", "100"))
+	r := s.TryPop(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "100"))
 	if r.Status != 200 {
 		t.Fatalf("status %d %q", r.Status, r.Body)
 	}
@@ -140,16 +137,16 @@ func TestPop_CreatedAtIsSegmentTime(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "created")
 	before := time.Now().UTC()
-	first := pushN(t, s, q, "p", 3)
+	first := s.PushN(t, q, "p", 3).TxIDs()
 	time.Sleep(20 * time.Millisecond)
-	second := pushN(t, s, q, "p", 2)
+	second := s.PushN(t, q, "p", 2).TxIDs()
 	after := time.Now().UTC()
 
-	p := popOK(t, s, wildcard(q, "batch", "5", "autoAck", "true"))
-	wantTx(t, "two pushes", p, cat(first, second))
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "5", "autoAck", "true"))
+	apitest.WantTxIDs(t, "two pushes", p, slices.Concat(first, second))
 	for _, m := range p.Messages {
-		if !createdAtRe.MatchString(m.CreatedAt) {
-			t.Fatalf("createdAt %q does not match %s", m.CreatedAt, createdAtRe)
+		if !apitest.CreatedAtRE.MatchString(m.CreatedAt) {
+			t.Fatalf("createdAt %q does not match %s", m.CreatedAt, apitest.CreatedAtRE)
 		}
 		ts, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
 		if err != nil {
@@ -196,18 +193,18 @@ func TestPop_EmptyIsBare204(t *testing.T) {
 	s := shared(t)
 	ns := apitest.Unique(t, "empty")
 	q := ns + ".t.q"
-	pushN(t, s, q, "p", 1)
-	popOK(t, s, wildcard(q, "consumerGroup", "g", "autoAck", "true"))
+	s.PushN(t, q, "p", 1)
+	s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "autoAck", "true"))
 	for _, path := range []string{
-		single(q, "p", "consumerGroup", "g"),
-		wildcard(q, "consumerGroup", "g"),
-		discovery("namespace", ns, "consumerGroup", "g"),
-		single(q, "nosuch"),
-		wildcard(q, "consumerGroup", "g", "wait", "true", "timeout", "300"),
-		single(q, "p", "consumerGroup", "g", "wait", "true", "timeout", "300"),
-		discovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "300"),
+		apitest.PopPartition(q, "p", "consumerGroup", "g"),
+		apitest.PopQueue(q, "consumerGroup", "g"),
+		apitest.PopDiscovery("namespace", ns, "consumerGroup", "g"),
+		apitest.PopPartition(q, "nosuch"),
+		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "300"),
+		apitest.PopPartition(q, "p", "consumerGroup", "g", "wait", "true", "timeout", "300"),
+		apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "300"),
 	} {
-		r := popEmpty(t, s, path)
+		r := s.PopEmpty(t, path)
 		if strings.Contains(path, "wait=true") && r.Elapsed < 300*time.Millisecond {
 			t.Fatalf("%s answered after %v, before its timeout", path, r.Elapsed)
 		}

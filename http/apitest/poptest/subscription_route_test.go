@@ -18,13 +18,13 @@ func TestD6_SubscriptionRouteRewritesDurableRecord(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "subroute")
 	g := apitest.Unique(t, "g")
-	pushN(t, s, q, "a", 1)
+	s.PushN(t, q, "a", 1)
 	// The group's first pop carries a mode: its durable record says new.
-	popEmpty(t, s, single(q, "a", "consumerGroup", g, "subscriptionMode", "new"))
-	pushN(t, s, q, "b", 2) // b: written before the new subscription time
+	s.PopEmpty(t, apitest.PopPartition(q, "a", "consumerGroup", g, "subscriptionMode", "new"))
+	s.PushN(t, q, "b", 2).TxIDs() // b: written before the new subscription time
 	cut := time.Now().UTC()
 	time.Sleep(20 * time.Millisecond)
-	b2 := pushN(t, s, q, "b", 1)
+	b2 := s.PushN(t, q, "b", 1).TxIDs()
 
 	r := s.Post(t, "/api/v1/consumer-groups/"+g+"/subscription", map[string]any{"subscriptionTimestamp": cut.Format(time.RFC3339Nano)})
 	if r.Status != 200 {
@@ -40,14 +40,15 @@ func TestD6_SubscriptionRouteRewritesDurableRecord(t *testing.T) {
 	if !res.Success || res.ConsumerGroup != g || res.RowsUpdated != 1 || res.NewTimestamp == "" {
 		t.Fatalf("answer %+v, want success for %s with one record", res, g)
 	}
-	if n := count(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
  WHERE q.name = $1 AND s.consumer_group = $2 AND s.mode = 'timestamp'`, q, g); n != 1 {
 		t.Fatalf("%d timestamp records, want 1", n)
 	}
 	// b was never contacted: it starts after the cut, even for a pop that
 	// asks for all; a's cursor existed (seeded at its head) and stays put.
-	p := popOK(t, s, wildcard(q, "consumerGroup", g, "subscriptionMode", "all", "batch", "10", "partitions", "0", "autoAck", "true"))
-	wantTx(t, "after the rewritten subscription", p, b2)
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", g, "subscriptionMode", "all", "batch", "10", "partitions", "0",
+		"autoAck", "true"))
+	apitest.WantTxIDs(t, "after the rewritten subscription", p, b2)
 }
 
 // TestD6_SubscriptionRouteBadInput: the route needs a body with an ISO-8601

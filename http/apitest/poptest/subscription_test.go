@@ -7,12 +7,10 @@ import (
 	"github.com/queengo/queengo/http/apitest"
 )
 
-const queueMode = "__QUEUE_MODE__"
-
 // subscriptions counts the durable subscription records of (queue, group).
 func subscriptions(t *testing.T, queue, group string) int64 {
 	t.Helper()
-	return count(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
+	return apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions s JOIN queen.queues q ON q.id = s.queue_id
  WHERE q.name = $1 AND s.consumer_group = $2`, queue, group)
 }
 
@@ -24,39 +22,39 @@ func TestO3_QueueModeSharedCursor(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "qmode")
-	txs := pushN(t, s, q, "p", 4)
+	txs := s.PushN(t, q, "p", 4).TxIDs()
 
-	p := popOK(t, s, wildcard(q, "batch", "2", "autoAck", "true"))
-	wantTx(t, "first consumer", p, txs[:2])
-	if p.ConsumerGroup != queueMode {
-		t.Fatalf("top-level consumerGroup %q, want %s", p.ConsumerGroup, queueMode)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "autoAck", "true"))
+	apitest.WantTxIDs(t, "first consumer", p, txs[:2])
+	if p.ConsumerGroup != apitest.QueueMode {
+		t.Fatalf("top-level consumerGroup %q, want %s", p.ConsumerGroup, apitest.QueueMode)
 	}
 	for _, m := range p.Messages {
-		if m.ConsumerGroup != queueMode {
-			t.Fatalf("message consumerGroup %q, want %s", m.ConsumerGroup, queueMode)
+		if m.ConsumerGroup != apitest.QueueMode {
+			t.Fatalf("message consumerGroup %q, want %s", m.ConsumerGroup, apitest.QueueMode)
 		}
 	}
-	if c := readCursor(t, apitest.DB, q, "p", queueMode); !c.Exists || c.Committed != 2 {
-		t.Fatalf("queen.cursors row of %s: %+v, want committed 2", queueMode, c)
+	if c := cursorOf(t, q, "p", apitest.QueueMode); !c.Found || c.Committed != 2 {
+		t.Fatalf("queen.cursors row of %s: %+v, want committed 2", apitest.QueueMode, c)
 	}
 	// Another consumer omitting the group, on another route: the same cursor.
-	wantTx(t, "second consumer", popOK(t, s, single(q, "p", "batch", "2", "autoAck", "true")), txs[2:])
-	popEmpty(t, s, wildcard(q))
+	apitest.WantTxIDs(t, "second consumer", s.PopOK(t, apitest.PopPartition(q, "p", "batch", "2", "autoAck", "true")), txs[2:])
+	s.PopEmpty(t, apitest.PopQueue(q))
 	// Named groups have cursors of their own.
-	wantTx(t, "named group", popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "10")), txs)
-	if n := count(t, apitest.DB, `SELECT count(*) FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
+	apitest.WantTxIDs(t, "named group", s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "10")), txs)
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
   JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, q); n != 2 {
 		t.Fatalf("%d cursors, want 2 (queue mode and g)", n)
 	}
 
 	// The shared cursor carries one lease for all queue-mode consumers.
-	more := pushN(t, s, q, "p", 1)
-	leased := popOK(t, s, wildcard(q))
-	wantTx(t, "leased", leased, more)
-	if c := readCursor(t, apitest.DB, q, "p", queueMode); c.LeaseID != leased.LeaseID {
+	more := s.PushN(t, q, "p", 1).TxIDs()
+	leased := s.PopOK(t, apitest.PopQueue(q))
+	apitest.WantTxIDs(t, "leased", leased, more)
+	if c := cursorOf(t, q, "p", apitest.QueueMode); c.LeaseID != leased.LeaseID {
 		t.Fatalf("queue-mode cursor lease %q, the pop answered %q", c.LeaseID, leased.LeaseID)
 	}
-	popEmpty(t, s, single(q, "p"))
+	s.PopEmpty(t, apitest.PopPartition(q, "p"))
 }
 
 // TestO3_QueueModeNeverSeeded: queue mode is excluded from subscription
@@ -73,12 +71,14 @@ func TestO3_QueueModeNeverSeeded(t *testing.T) {
 		{"from-future", "subscriptionFrom", future},
 	} {
 		q := apitest.Unique(t, "qmode-seed")
-		txs := pushN(t, s, q, "p", 3)
-		wantTx(t, tc.name+" (wildcard)", popOK(t, s, wildcard(q, tc.k, tc.v, "batch", "10", "autoAck", "true")), txs)
+		txs := s.PushN(t, q, "p", 3).TxIDs()
+		apitest.WantTxIDs(t, tc.name+" (wildcard)",
+			s.PopOK(t, apitest.PopQueue(q, tc.k, tc.v, "batch", "10", "autoAck", "true")), txs)
 		q2 := apitest.Unique(t, "qmode-seed")
-		txs2 := pushN(t, s, q2, "p", 3)
-		wantTx(t, tc.name+" (single)", popOK(t, s, single(q2, "p", tc.k, tc.v, "batch", "10", "autoAck", "true")), txs2)
-		if n := subscriptions(t, q, queueMode) + subscriptions(t, q2, queueMode); n != 0 {
+		txs2 := s.PushN(t, q2, "p", 3).TxIDs()
+		apitest.WantTxIDs(t, tc.name+" (single)",
+			s.PopOK(t, apitest.PopPartition(q2, "p", tc.k, tc.v, "batch", "10", "autoAck", "true")), txs2)
+		if n := subscriptions(t, q, apitest.QueueMode) + subscriptions(t, q2, apitest.QueueMode); n != 0 {
 			t.Fatalf("%s: %d subscription records for queue mode", tc.name, n)
 		}
 	}
@@ -90,10 +90,12 @@ func TestD6_SubscriptionModeAllIsDefault(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "suball")
-	txs := pushN(t, s, q, "p", 3)
-	wantTx(t, "no mode", popOK(t, s, wildcard(q, "consumerGroup", "none", "batch", "10")), txs)
-	wantTx(t, "all", popOK(t, s, wildcard(q, "consumerGroup", "all", "subscriptionMode", "all", "batch", "10")), txs)
-	wantTx(t, "all, single route", popOK(t, s, single(q, "p", "consumerGroup", "all-single", "subscriptionMode", "all", "batch", "10")), txs)
+	txs := s.PushN(t, q, "p", 3).TxIDs()
+	apitest.WantTxIDs(t, "no mode", s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "none", "batch", "10")), txs)
+	apitest.WantTxIDs(t, "all",
+		s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "all", "subscriptionMode", "all", "batch", "10")), txs)
+	apitest.WantTxIDs(t, "all, single route",
+		s.PopOK(t, apitest.PopPartition(q, "p", "consumerGroup", "all-single", "subscriptionMode", "all", "batch", "10")), txs)
 }
 
 // TestD6_SubscriptionModeNewSkipsBacklog: subscriptionMode=new (and new-only,
@@ -105,14 +107,14 @@ func TestD6_SubscriptionModeNewSkipsBacklog(t *testing.T) {
 	for _, mode := range []string{"new", "new-only"} {
 		for _, route := range []string{"wildcard", "single"} {
 			q := apitest.Unique(t, "subnew")
-			pushN(t, s, q, "p", 3)
-			path := wildcard(q, "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
+			s.PushN(t, q, "p", 3)
+			path := apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
 			if route == "single" {
-				path = single(q, "p", "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
+				path = apitest.PopPartition(q, "p", "consumerGroup", "g", "subscriptionMode", mode, "batch", "10")
 			}
-			popEmpty(t, s, path)
-			after := pushN(t, s, q, "p", 2)
-			wantTx(t, mode+" "+route+": after the backlog", popOK(t, s, path), after)
+			s.PopEmpty(t, path)
+			after := s.PushN(t, q, "p", 2).TxIDs()
+			apitest.WantTxIDs(t, mode+" "+route+": after the backlog", s.PopOK(t, path), after)
 			if n := subscriptions(t, q, "g"); n != 1 {
 				t.Fatalf("%s %s: %d subscription records, want 1", mode, route, n)
 			}
@@ -126,11 +128,11 @@ func TestD6_SubscriptionFromNow(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "subnow")
-	pushN(t, s, q, "p", 3)
-	path := wildcard(q, "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")
-	popEmpty(t, s, path)
-	after := pushN(t, s, q, "p", 2)
-	wantTx(t, "after the backlog", popOK(t, s, path), after)
+	s.PushN(t, q, "p", 3)
+	path := apitest.PopQueue(q, "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")
+	s.PopEmpty(t, path)
+	after := s.PushN(t, q, "p", 2).TxIDs()
+	apitest.WantTxIDs(t, "after the backlog", s.PopOK(t, path), after)
 	if n := subscriptions(t, q, "g"); n != 1 {
 		t.Fatalf("%d subscription records, want 1", n)
 	}
@@ -142,21 +144,22 @@ func TestD6_SubscriptionFromTimestamp(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "subts")
-	pushN(t, s, q, "p", 2)
+	s.PushN(t, q, "p", 2)
 	time.Sleep(100 * time.Millisecond)
 	at := time.Now().UTC()
 	time.Sleep(100 * time.Millisecond)
-	later := pushN(t, s, q, "p", 2)
+	later := s.PushN(t, q, "p", 2).TxIDs()
 	for group, from := range map[string]string{
 		"rfc3339-z":      at.Format(time.RFC3339Nano),
 		"rfc3339-offset": at.In(time.FixedZone("", 2*3600)).Format("2006-01-02T15:04:05.000000-07:00"),
 	} {
-		wantTx(t, "from "+from, popOK(t, s, wildcard(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), later)
+		apitest.WantTxIDs(t, "from "+from,
+			s.PopOK(t, apitest.PopQueue(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), later)
 	}
 	// A time before everything gets everything.
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	if p := popOK(t, s, wildcard(q, "consumerGroup", "old", "subscriptionFrom", old, "batch", "10")); len(p.Messages) != 4 {
-		t.Fatalf("from an hour ago: %v, want all 4", txids(p))
+	if p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "old", "subscriptionFrom", old, "batch", "10")); len(p.Messages) != 4 {
+		t.Fatalf("from an hour ago: %v, want all 4", p.TxIDs())
 	}
 }
 
@@ -167,10 +170,11 @@ func TestD6_SubscriptionFromUnparseableIgnored(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "subbad")
-	txs := pushN(t, s, q, "p", 3)
+	txs := s.PushN(t, q, "p", 3).TxIDs()
 	for _, from := range []string{"not-a-time", "2026-13-45T99:99:99Z", "yesterday"} {
 		group := "g-" + from
-		wantTx(t, "from "+from, popOK(t, s, wildcard(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), txs)
+		apitest.WantTxIDs(t, "from "+from,
+			s.PopOK(t, apitest.PopQueue(q, "consumerGroup", group, "subscriptionFrom", from, "batch", "10")), txs)
 		if n := subscriptions(t, q, group); n != 0 {
 			t.Fatalf("from %s: %d subscription records, want none", from, n)
 		}
@@ -183,11 +187,14 @@ func TestD6_SubscriptionIgnoredForContactedPartition(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "subcontacted")
-	txs := pushN(t, s, q, "a", 3)
-	wantTx(t, "first contact", popOK(t, s, single(q, "a", "consumerGroup", "g", "batch", "1", "autoAck", "true")), txs[:1])
-	wantTx(t, "mode new afterwards", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "autoAck", "true")), txs[1:])
-	more := pushN(t, s, q, "a", 2)
-	wantTx(t, "from now afterwards", popOK(t, s, single(q, "a", "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")), more)
+	txs := s.PushN(t, q, "a", 3).TxIDs()
+	apitest.WantTxIDs(t, "first contact",
+		s.PopOK(t, apitest.PopPartition(q, "a", "consumerGroup", "g", "batch", "1", "autoAck", "true")), txs[:1])
+	apitest.WantTxIDs(t, "mode new afterwards",
+		s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "autoAck", "true")), txs[1:])
+	more := s.PushN(t, q, "a", 2).TxIDs()
+	apitest.WantTxIDs(t, "from now afterwards",
+		s.PopOK(t, apitest.PopPartition(q, "a", "consumerGroup", "g", "subscriptionFrom", "now", "batch", "10")), more)
 	if n := subscriptions(t, q, "g"); n != 0 {
 		t.Fatalf("%d subscription records for a group whose first pop carried no mode", n)
 	}
@@ -200,14 +207,17 @@ func TestD6_SubscriptionSeedsUncontactedPartition(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "subuncontacted")
-	a := pushN(t, s, q, "a", 2)
-	wantTx(t, "first contact", popOK(t, s, single(q, "a", "consumerGroup", "g", "batch", "10", "autoAck", "true")), a)
-	pushN(t, s, q, "b", 2) // a partition the group has never contacted
-	a2 := pushN(t, s, q, "a", 1)
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "partitions", "0", "autoAck", "true"))
-	wantTx(t, "mode new: a's rest, none of b's backlog", p, a2)
-	b2 := pushN(t, s, q, "b", 1)
-	wantTx(t, "b after its seeding", popOK(t, s, wildcard(q, "consumerGroup", "g", "batch", "10", "partitions", "0")), b2)
+	a := s.PushN(t, q, "a", 2).TxIDs()
+	apitest.WantTxIDs(t, "first contact",
+		s.PopOK(t, apitest.PopPartition(q, "a", "consumerGroup", "g", "batch", "10", "autoAck", "true")), a)
+	s.PushN(t, q, "b", 2).TxIDs() // a partition the group has never contacted
+	a2 := s.PushN(t, q, "a", 1).TxIDs()
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10", "partitions", "0",
+		"autoAck", "true"))
+	apitest.WantTxIDs(t, "mode new: a's rest, none of b's backlog", p, a2)
+	b2 := s.PushN(t, q, "b", 1).TxIDs()
+	apitest.WantTxIDs(t, "b after its seeding",
+		s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "10", "partitions", "0")), b2)
 }
 
 // TestD6_DurableSubscriptionWinsOverLaterPop: the record written by the first
@@ -217,20 +227,21 @@ func TestD6_DurableSubscriptionWinsOverLaterPop(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "durable")
-	pushN(t, s, q, "a", 1)
-	pushN(t, s, q, "b", 1) // b: backlog older than the subscription, not contacted yet
-	popEmpty(t, s, single(q, "a", "consumerGroup", "g", "subscriptionMode", "new"))
+	s.PushN(t, q, "a", 1)
+	s.PushN(t, q, "b", 1).TxIDs() // b: backlog older than the subscription, not contacted yet
+	s.PopEmpty(t, apitest.PopPartition(q, "a", "consumerGroup", "g", "subscriptionMode", "new"))
 	if n := subscriptions(t, q, "g"); n != 1 {
 		t.Fatalf("%d subscription records after the first pop with mode new, want 1", n)
 	}
-	a2, b2 := pushN(t, s, q, "a", 1), pushN(t, s, q, "b", 1)
-	p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0", "autoAck", "true"))
+	a2, b2 := s.PushN(t, q, "a", 1).TxIDs(), s.PushN(t, q, "b", 1).TxIDs()
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0",
+		"autoAck", "true"))
 	got := map[string]bool{}
-	for _, tx := range txids(p) {
+	for _, tx := range p.TxIDs() {
 		got[tx] = true
 	}
 	if len(p.Messages) != 2 || !got[a2[0]] || !got[b2[0]] {
-		t.Fatalf("later pop with mode all delivered %v, want only %v and %v (the record's new wins)", txids(p), a2, b2)
+		t.Fatalf("later pop with mode all delivered %v, want only %v and %v (the record's new wins)", p.TxIDs(), a2, b2)
 	}
 }
 
@@ -247,13 +258,13 @@ func TestD6_DurableSubscriptionAppliesToLaterPartitions(t *testing.T) {
 		// with a wider one.
 		for margin := 1500 * time.Millisecond; ; margin *= 2 {
 			q := apitest.Unique(t, "durable-ts")
-			pushN(t, s, q, "a", 1)
+			s.PushN(t, q, "a", 1)
 			at := time.Now().Add(margin).UTC()
-			popEmpty(t, s, wildcard(q, "consumerGroup", "g", "subscriptionFrom", at.Format(time.RFC3339Nano)))
+			s.PopEmpty(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionFrom", at.Format(time.RFC3339Nano)))
 			if n := subscriptions(t, q, "g"); n != 1 {
 				t.Fatalf("%d subscription records, want 1", n)
 			}
-			pushN(t, s, q, "c", 1) // a new partition, written before the record's time
+			s.PushN(t, q, "c", 1).TxIDs() // a new partition, written before the record's time
 			if time.Now().After(at) {
 				if margin > 10*time.Second {
 					t.Fatalf("pushes take longer than %v on this machine", margin)
@@ -261,14 +272,14 @@ func TestD6_DurableSubscriptionAppliesToLaterPartitions(t *testing.T) {
 				continue
 			}
 			time.Sleep(time.Until(at) + 100*time.Millisecond)
-			c2, a2 := pushN(t, s, q, "c", 1), pushN(t, s, q, "a", 1)
-			p := popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0"))
+			c2, a2 := s.PushN(t, q, "c", 1).TxIDs(), s.PushN(t, q, "a", 1).TxIDs()
+			p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "all", "batch", "10", "partitions", "0"))
 			got := map[string]bool{}
-			for _, tx := range txids(p) {
+			for _, tx := range p.TxIDs() {
 				got[tx] = true
 			}
 			if len(p.Messages) != 2 || !got[c2[0]] || !got[a2[0]] {
-				t.Fatalf("delivered %v, want only %v and %v (written after the recorded time)", txids(p), c2, a2)
+				t.Fatalf("delivered %v, want only %v and %v (written after the recorded time)", p.TxIDs(), c2, a2)
 			}
 			return
 		}
@@ -276,12 +287,14 @@ func TestD6_DurableSubscriptionAppliesToLaterPartitions(t *testing.T) {
 	t.Run("all record", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "durable-all")
-		a := pushN(t, s, q, "a", 1)
-		wantTx(t, "first pop, mode all", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "all", "autoAck", "true")), a)
+		a := s.PushN(t, q, "a", 1).TxIDs()
+		apitest.WantTxIDs(t, "first pop, mode all",
+			s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "all", "autoAck", "true")), a)
 		if n := subscriptions(t, q, "g"); n != 1 {
 			t.Fatalf("%d subscription records, want 1", n)
 		}
-		c := pushN(t, s, q, "c", 2)
-		wantTx(t, "new partition, later pop with mode new", popOK(t, s, wildcard(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10")), c)
+		c := s.PushN(t, q, "c", 2).TxIDs()
+		apitest.WantTxIDs(t, "new partition, later pop with mode new",
+			s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "subscriptionMode", "new", "batch", "10")), c)
 	})
 }

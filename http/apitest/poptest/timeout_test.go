@@ -27,7 +27,7 @@ func defaultsServer(t *testing.T) *apitest.Server { return shared(t) }
 // the POP_WAIT_* backoff.
 func bothServer(t *testing.T) *apitest.Server {
 	t.Helper()
-	return sharedEnv(t, "both", "DB_POOL_SIZE=2", "DEFAULT_TIMEOUT=300", "POP_DEFAULT_TIMEOUT_MS=3000",
+	return apitest.Shared(t, "DB_POOL_SIZE=2", "DEFAULT_TIMEOUT=300", "POP_DEFAULT_TIMEOUT_MS=3000",
 		"POP_WAIT_INITIAL_INTERVAL_MS=50", "POP_WAIT_BACKOFF_THRESHOLD=2", "POP_WAIT_BACKOFF_MULTIPLIER=2",
 		"POP_WAIT_MAX_INTERVAL_MS=300")
 }
@@ -35,7 +35,7 @@ func bothServer(t *testing.T) *apitest.Server {
 // popMsServer sets only POP_DEFAULT_TIMEOUT_MS=700.
 func popMsServer(t *testing.T) *apitest.Server {
 	t.Helper()
-	return sharedEnv(t, "popms", "DB_POOL_SIZE=2", "DEFAULT_TIMEOUT=", "POP_DEFAULT_TIMEOUT_MS=700")
+	return apitest.Shared(t, "DB_POOL_SIZE=2", "DEFAULT_TIMEOUT=", "POP_DEFAULT_TIMEOUT_MS=700")
 }
 
 // TestPop_TimeoutDefaultPrecedence: a wait=true pop without timeout waits
@@ -59,11 +59,11 @@ func TestPop_TimeoutDefaultPrecedence(t *testing.T) {
 			t.Parallel()
 			s := tc.server(t)
 			q := apitest.Unique(t, "deftimeout")
-			path := wildcard(q, "wait", "true")
+			path := apitest.PopQueue(q, "wait", "true")
 			if tc.timeout != "" {
-				path = wildcard(q, "wait", "true", "timeout", tc.timeout)
+				path = apitest.PopQueue(q, "wait", "true", "timeout", tc.timeout)
 			}
-			r := popEmpty(t, s, path)
+			r := s.PopEmpty(t, path)
 			t.Logf("empty wait=true pop answered after %v", r.Elapsed)
 			if r.Elapsed < tc.min || r.Elapsed >= tc.max {
 				t.Fatalf("empty wait=true pop answered after %v, want [%v, %v)", r.Elapsed, tc.min, tc.max)
@@ -85,13 +85,13 @@ func TestPop_TimeoutOnlyWithWait(t *testing.T) {
 			s := srv.server(t)
 			q := apitest.Unique(t, "nowait")
 			for _, path := range []string{
-				wildcard(q),
-				wildcard(q, "wait", "false"),
-				wildcard(q, "wait", "false", "timeout", "10000"),
-				wildcard(q, "timeout", "10000"),
-				single(q, "Default", "wait", "false", "timeout", "10000"),
+				apitest.PopQueue(q),
+				apitest.PopQueue(q, "wait", "false"),
+				apitest.PopQueue(q, "wait", "false", "timeout", "10000"),
+				apitest.PopQueue(q, "timeout", "10000"),
+				apitest.PopPartition(q, "Default", "wait", "false", "timeout", "10000"),
 			} {
-				if r := popEmpty(t, s, path); r.Elapsed >= atOnce {
+				if r := s.PopEmpty(t, path); r.Elapsed >= atOnce {
 					t.Fatalf("%s answered after %v, want at once", path, r.Elapsed)
 				}
 			}

@@ -2,6 +2,7 @@ package poptest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,29 +13,6 @@ import (
 // sleepUntil sleeps until t.
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
-// pollUntilDelivered pops path until it delivers, up to d, and returns the
-// delivery and when it answered.
-func pollUntilDelivered(t *testing.T, s *apitest.Server, path string, d time.Duration) (*apitest.PopResponse, time.Time) {
-	t.Helper()
-	var p *apitest.PopResponse
-	var at time.Time
-	ok := waitFor(d, func() bool {
-		r := get(t, s, path)
-		if r.Status == 200 {
-			p, at = r.Pop, time.Now()
-			return true
-		}
-		if err := bare204(r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		return false
-	})
-	if !ok {
-		t.Fatalf("%s delivered nothing within %v", path, d)
-	}
-	return p, at
-}
-
 // TestPop_DelayedProcessingOnEveryRoute: with delayedProcessing D only
 // segments at least D seconds old are delivered, on the single-partition,
 // wildcard and discovery routes alike, and to a parked long poll.
@@ -44,30 +22,31 @@ func TestPop_DelayedProcessingOnEveryRoute(t *testing.T) {
 	const delay = 3 * time.Second
 	ns := apitest.Unique(t, "delayed")
 	q := ns + ".t.q"
-	configure(t, s, q, map[string]any{"delayedProcessing": 3})
+	s.Configure(t, q, map[string]any{"delayedProcessing": 3})
 	routes := map[string]string{
-		"single":    single(q, "p", "consumerGroup", "single", "batch", "10"),
-		"wildcard":  wildcard(q, "consumerGroup", "wildcard", "batch", "10"),
-		"discovery": discovery("namespace", ns, "consumerGroup", "discovery", "batch", "10"),
+		"single":    apitest.PopPartition(q, "p", "consumerGroup", "single", "batch", "10"),
+		"wildcard":  apitest.PopQueue(q, "consumerGroup", "wildcard", "batch", "10"),
+		"discovery": apitest.PopDiscovery("namespace", ns, "consumerGroup", "discovery", "batch", "10"),
 	}
-	txs := pushN(t, s, q, "p", 1)
+	txs := s.PushN(t, q, "p", 1).TxIDs()
 	written := lastWrite(t, q, "p")
-	parked := async(context.Background(), nil, s, wildcard(q, "consumerGroup", "parked", "wait", "true", "timeout", "10000"))
+	parked := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "parked", "wait", "true", "timeout", "10000"))
 	for _, path := range routes {
-		popEmpty(t, s, path)
+		s.PopEmpty(t, path)
 	}
 	sleepUntil(written.Add(1500 * time.Millisecond))
 	for name, path := range routes {
 		sent := time.Now()
-		if r := get(t, s, path); sent.Before(written.Add(delay)) || r.Status != 200 {
-			if err := bare204(r); err != nil {
+		if r := s.TryPop(t, path); sent.Before(written.Add(delay)) || r.Status != 200 {
+			if err := r.Bare204(); err != nil {
 				t.Fatalf("%s, %v after the write: %v", name, sent.Sub(written), err)
 			}
 		}
 	}
 	for name, path := range routes {
-		p, at := pollUntilDelivered(t, s, path, 8*time.Second)
-		wantTx(t, name, p, txs)
+		p := s.PopUntil(t, path, 8*time.Second, 20*time.Millisecond)
+		at := time.Now()
+		apitest.WantTxIDs(t, name, p, txs)
 		if d := at.Sub(written); d < delay {
 			t.Fatalf("%s delivered %v after the write, before the %v delay", name, d, delay)
 		}
@@ -76,7 +55,7 @@ func TestPop_DelayedProcessingOnEveryRoute(t *testing.T) {
 	if o.r.Status != 200 {
 		t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
 	}
-	wantTx(t, "parked", o.r.Pop, txs)
+	apitest.WantTxIDs(t, "parked", o.r.Pop, txs)
 	if d := o.at.Sub(written); d < delay {
 		t.Fatalf("parked pop delivered %v after the write, before the %v delay", d, delay)
 	}
@@ -103,33 +82,34 @@ func TestPop_WindowBufferOnEveryRoute(t *testing.T) {
 	const window = 4 * time.Second
 	ns := apitest.Unique(t, "window")
 	q := ns + ".t.q"
-	configure(t, s, q, map[string]any{"windowBuffer": 4})
+	s.Configure(t, q, map[string]any{"windowBuffer": 4})
 	routes := map[string]string{
-		"single":    single(q, "p", "consumerGroup", "single", "batch", "10"),
-		"wildcard":  wildcard(q, "consumerGroup", "wildcard", "batch", "10", "partitions", "0"),
-		"discovery": discovery("namespace", ns, "consumerGroup", "discovery", "batch", "10", "partitions", "0"),
+		"single":    apitest.PopPartition(q, "p", "consumerGroup", "single", "batch", "10"),
+		"wildcard":  apitest.PopQueue(q, "consumerGroup", "wildcard", "batch", "10", "partitions", "0"),
+		"discovery": apitest.PopDiscovery("namespace", ns, "consumerGroup", "discovery", "batch", "10", "partitions", "0"),
 	}
-	m1 := pushN(t, s, q, "p", 1)
-	quiet := pushN(t, s, q, "quiet", 1)
+	m1 := s.PushN(t, q, "p", 1).TxIDs()
+	quiet := s.PushN(t, q, "quiet", 1).TxIDs()
 	for _, path := range routes {
-		popEmpty(t, s, path)
+		s.PopEmpty(t, path)
 	}
-	popEmpty(t, s, single(q, "quiet", "consumerGroup", "single"))
+	s.PopEmpty(t, apitest.PopPartition(q, "quiet", "consumerGroup", "single"))
 	sleepUntil(lastWrite(t, q, "quiet").Add(1500 * time.Millisecond))
-	m2 := pushN(t, s, q, "p", 1) // p's window starts again
+	m2 := s.PushN(t, q, "p", 1).TxIDs() // p's window starts again
 	pWrite := lastWrite(t, q, "p")
 	sleepUntil(lastWrite(t, q, "quiet").Add(window + 150*time.Millisecond))
 	// quiet's window has passed, p's has not.
-	popEmpty(t, s, routes["single"])
-	wantTx(t, "single quiet", popOK(t, s, single(q, "quiet", "consumerGroup", "single")), quiet)
-	wantTx(t, "wildcard", popOK(t, s, routes["wildcard"]), quiet)
-	wantTx(t, "discovery", popOK(t, s, routes["discovery"]), quiet)
+	s.PopEmpty(t, routes["single"])
+	apitest.WantTxIDs(t, "single quiet", s.PopOK(t, apitest.PopPartition(q, "quiet", "consumerGroup", "single")), quiet)
+	apitest.WantTxIDs(t, "wildcard", s.PopOK(t, routes["wildcard"]), quiet)
+	apitest.WantTxIDs(t, "discovery", s.PopOK(t, routes["discovery"]), quiet)
 	if left := time.Until(pWrite.Add(window)); left < 100*time.Millisecond {
 		t.Fatalf("the box was too slow: p's window ran out before the checks inside it finished (%v left)", left)
 	}
 	for name, path := range routes {
-		p, at := pollUntilDelivered(t, s, path, 8*time.Second)
-		wantTx(t, name+": p after its window", p, cat(m1, m2))
+		p := s.PopUntil(t, path, 8*time.Second, 20*time.Millisecond)
+		at := time.Now()
+		apitest.WantTxIDs(t, name+": p after its window", p, slices.Concat(m1, m2))
 		if d := at.Sub(pWrite); d < window {
 			t.Fatalf("%s delivered p %v after its last write, inside the %v window", name, d, window)
 		}
@@ -141,7 +121,7 @@ func minPopQueue(t *testing.T, s *apitest.Server, ms int) string {
 	t.Helper()
 	ns := apitest.Unique(t, "minpop")
 	q := ns + ".t.q"
-	configure(t, s, q, map[string]any{"minPopWaitTime": ms})
+	s.Configure(t, q, map[string]any{"minPopWaitTime": ms})
 	return q
 }
 
@@ -152,13 +132,13 @@ func TestPop_MinPopWaitTimeHoldsUnderFullBatch(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := minPopQueue(t, s, 1500)
-	txs := pushN(t, s, q, "Default", 2)
-	r := get(t, s, wildcard(q, "wait", "true", "batch", "10", "timeout", "10000"))
+	txs := s.PushN(t, q, "Default", 2).TxIDs()
+	r := s.TryPop(t, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "10000"))
 	t.Logf("under-full batch answered after %v (minPopWaitTime 1500ms)", r.Elapsed)
 	if r.Status != 200 {
 		t.Fatalf("%d %q", r.Status, r.Body)
 	}
-	wantTx(t, "held batch", r.Pop, txs)
+	apitest.WantTxIDs(t, "held batch", r.Pop, txs)
 	if r.Elapsed < 1400*time.Millisecond || r.Elapsed > 1500*time.Millisecond+atOnce {
 		t.Fatalf("answered after %v, want held about 1500ms", r.Elapsed)
 	}
@@ -170,18 +150,18 @@ func TestPop_MinPopWaitTimeEndsWhenBatchFills(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := minPopQueue(t, s, 5000)
-	first := pushN(t, s, q, "Default", 2)
-	ch := async(context.Background(), nil, s, wildcard(q, "wait", "true", "batch", "5", "timeout", "10000"))
+	first := s.PushN(t, q, "Default", 2).TxIDs()
+	ch := async(context.Background(), s, apitest.PopQueue(q, "wait", "true", "batch", "5", "timeout", "10000"))
 	if o, held := pending(ch, 500*time.Millisecond); !held {
 		t.Fatalf("an under-full batch was not held: %d %q after %v", o.r.Status, o.r.Body, o.r.Elapsed)
 	}
-	rest := pushN(t, s, q, "Default", 3)
+	rest := s.PushN(t, q, "Default", 3).TxIDs()
 	filled := time.Now()
 	o := await(t, ch, 10*time.Second)
 	if o.r.Status != 200 {
 		t.Fatalf("%d %q", o.r.Status, o.r.Body)
 	}
-	wantTx(t, "filled batch", o.r.Pop, cat(first, rest))
+	apitest.WantTxIDs(t, "filled batch", o.r.Pop, slices.Concat(first, rest))
 	t.Logf("answered %v after the batch filled (pop took %v, minPopWaitTime 5000ms)", o.at.Sub(filled), o.r.Elapsed)
 	if o.at.Sub(filled) > atOnce || o.r.Elapsed > 4*time.Second {
 		t.Fatalf("answered %v after the batch filled (pop took %v): the hold did not end when it filled", o.at.Sub(filled), o.r.Elapsed)
@@ -194,8 +174,8 @@ func TestPop_MinPopWaitTimeNeverOutlivesTimeout(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := minPopQueue(t, s, 5000)
-	txs := pushN(t, s, q, "Default", 2)
-	r := get(t, s, wildcard(q, "wait", "true", "batch", "10", "timeout", "800"))
+	txs := s.PushN(t, q, "Default", 2).TxIDs()
+	r := s.TryPop(t, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "800"))
 	t.Logf("answered after %v (timeout 800ms, minPopWaitTime 5000ms)", r.Elapsed)
 	if r.Elapsed > 800*time.Millisecond+1500*time.Millisecond {
 		t.Fatalf("answered after %v: the hold outlived the 800ms timeout", r.Elapsed)
@@ -203,7 +183,7 @@ func TestPop_MinPopWaitTimeNeverOutlivesTimeout(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("%d %q: the held messages were not delivered at the timeout", r.Status, r.Body)
 	}
-	wantTx(t, "held batch", r.Pop, txs)
+	apitest.WantTxIDs(t, "held batch", r.Pop, txs)
 }
 
 // TestPop_MinPopWaitTimeNeverDelaysEmptyQueue: a pop that finds the queue
@@ -213,12 +193,12 @@ func TestPop_MinPopWaitTimeNeverDelaysEmptyQueue(t *testing.T) {
 	s := shared(t)
 	q := minPopQueue(t, s, 5000)
 	var txs []string
-	o, pushed := parkThenPush(t, s, wildcard(q, "wait", "true", "batch", "10", "timeout", "10000"),
-		func() { txs = pushN(t, s, q, "Default", 1) })
+	o, pushed := parkThenPush(t, s, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "10000"),
+		func() { txs = s.PushN(t, q, "Default", 1).TxIDs() })
 	if o.r.Status != 200 {
 		t.Fatalf("%d %q", o.r.Status, o.r.Body)
 	}
-	wantTx(t, "woken pop", o.r.Pop, txs)
+	apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs)
 	t.Logf("answered %v after the push (minPopWaitTime 5000ms)", o.at.Sub(pushed))
 	if o.at.Sub(pushed) > atOnce {
 		t.Fatalf("answered %v after the push: minPopWaitTime delayed an empty queue's long poll", o.at.Sub(pushed))
@@ -236,25 +216,25 @@ func TestPop_MinPopWaitTimeOnlyWildcardWaitBatch(t *testing.T) {
 		path func(q string) string
 		want int
 	}{
-		{"wait=false", func(q string) string { return wildcard(q, "wait", "false", "batch", "10") }, 2},
-		{"batch=1", func(q string) string { return wildcard(q, "wait", "true", "batch", "1", "timeout", "10000") }, 1},
+		{"wait=false", func(q string) string { return apitest.PopQueue(q, "wait", "false", "batch", "10") }, 2},
+		{"batch=1", func(q string) string { return apitest.PopQueue(q, "wait", "true", "batch", "1", "timeout", "10000") }, 1},
 		{"single-partition route", func(q string) string {
-			return single(q, "Default", "wait", "true", "batch", "10", "timeout", "10000")
+			return apitest.PopPartition(q, "Default", "wait", "true", "batch", "10", "timeout", "10000")
 		}, 2},
 		{"discovery route", func(q string) string {
 			ns, _, _ := strings.Cut(q, ".")
-			return discovery("namespace", ns, "wait", "true", "batch", "10", "timeout", "10000")
+			return apitest.PopDiscovery("namespace", ns, "wait", "true", "batch", "10", "timeout", "10000")
 		}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := minPopQueue(t, s, 5000)
-			txs := pushN(t, s, q, "Default", 2)
-			r := get(t, s, tc.path(q))
+			txs := s.PushN(t, q, "Default", 2).TxIDs()
+			r := s.TryPop(t, tc.path(q))
 			if r.Status != 200 {
 				t.Fatalf("%d %q", r.Status, r.Body)
 			}
-			wantTx(t, tc.name, r.Pop, txs[:tc.want])
+			apitest.WantTxIDs(t, tc.name, r.Pop, txs[:tc.want])
 			if r.Elapsed > atOnce {
 				t.Fatalf("answered after %v: held by minPopWaitTime (5000ms)", r.Elapsed)
 			}

@@ -3,7 +3,6 @@ package pushtest
 import (
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -22,54 +21,17 @@ func configureDefaults() map[string]any {
 }
 
 // defaultRow is the queen.queues row a configure that sets nothing stores.
-func defaultRow() queueRow {
-	return queueRow{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
+func defaultRow() apitest.QueueRow {
+	return apitest.QueueRow{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
 }
 
 // implicitRow is the queen.queues row of a queue a push created (column
 // defaults; lease_time 60 per the preface of api.md).
-func implicitRow(ns, task string) queueRow {
-	return queueRow{Namespace: ns, Task: task, LeaseTime: 60, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
+func implicitRow(ns, task string) apitest.QueueRow {
+	return apitest.QueueRow{Namespace: ns, Task: task, LeaseTime: 60, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
 }
 
-type configureResp struct {
-	raw  map[string]any
-	opts map[string]any
-}
-
-// configure posts body and requires a 200 of the documented shape.
-func configure(t testing.TB, s *apitest.Server, body any) configureResp {
-	t.Helper()
-	r := s.Post(t, "/api/v1/configure", body)
-	if r.Status != 200 {
-		t.Fatalf("configure: status %d: %s", r.Status, r.Body)
-	}
-	var m map[string]any
-	r.JSON(t, &m)
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if got := strings.Join(keys, ","); got != "configured,namespace,options,partitionId,queue,queueId,task" {
-		t.Fatalf("configure response keys %s: %s", got, r.Body)
-	}
-	if m["configured"] != true {
-		t.Fatalf("configured = %v", m["configured"])
-	}
-	for _, k := range []string{"queueId", "partitionId"} {
-		if v, _ := m[k].(string); !isUUID(v) {
-			t.Fatalf("%s = %v, want a UUID", k, m[k])
-		}
-	}
-	opts, ok := m["options"].(map[string]any)
-	if !ok {
-		t.Fatalf("options is not an object: %s", r.Body)
-	}
-	return configureResp{raw: m, opts: opts}
-}
-
-func rowWithID(r queueRow, id string) queueRow { r.ID = id; return r }
+func rowWithID(r apitest.QueueRow, id string) apitest.QueueRow { r.ID = id; return r }
 
 // defaultPartition returns the id of the queue's Default partition and the
 // number of partitions the queue has.
@@ -92,20 +54,20 @@ func TestQ5_ConfigureDefaultsAndResponseShape(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "cfg-defaults")
-	c := configure(t, s, map[string]any{"queue": q})
-	if c.raw["queue"] != q || c.raw["namespace"] != "" || c.raw["task"] != "" {
-		t.Fatalf("queue/namespace/task = %v/%v/%v", c.raw["queue"], c.raw["namespace"], c.raw["task"])
+	c := s.ConfigureBody(t, map[string]any{"queue": q})
+	if c.Body["queue"] != q || c.Body["namespace"] != "" || c.Body["task"] != "" {
+		t.Fatalf("queue/namespace/task = %v/%v/%v", c.Body["queue"], c.Body["namespace"], c.Body["task"])
 	}
-	if !reflect.DeepEqual(c.opts, configureDefaults()) {
-		t.Fatalf("options\n got %v\nwant %v", c.opts, configureDefaults())
+	if !reflect.DeepEqual(c.Options, configureDefaults()) {
+		t.Fatalf("options\n got %v\nwant %v", c.Options, configureDefaults())
 	}
-	row := readQueue(t, q)
-	if want := rowWithID(defaultRow(), c.raw["queueId"].(string)); row != want {
+	row := apitest.ReadQueue(t, q)
+	if want := rowWithID(defaultRow(), c.Body["queueId"].(string)); row != want {
 		t.Fatalf("queen.queues row\n got %+v\nwant %+v", row, want)
 	}
 	pid, n := defaultPartition(t, q)
-	if pid != c.raw["partitionId"] || n != 1 {
-		t.Fatalf("Default partition %q (of %d partitions), response partitionId %v", pid, n, c.raw["partitionId"])
+	if pid != c.Body["partitionId"] || n != 1 {
+		t.Fatalf("Default partition %q (of %d partitions), response partitionId %v", pid, n, c.Body["partitionId"])
 	}
 }
 
@@ -120,18 +82,18 @@ func TestQ5_ConfigureAllOptionsStored(t *testing.T) {
 		"windowBuffer": 6.0, "retentionSeconds": 8000.0, "completedRetentionSeconds": 900.0,
 		"retentionEnabled": true, "encryptionEnabled": true, "maxWaitTimeSeconds": 11.0, "minPopWaitTime": 1500.0,
 	}
-	c := configure(t, s, map[string]any{"queue": q, "namespace": "ns1", "task": "tk1", "options": opts})
-	if c.raw["namespace"] != "ns1" || c.raw["task"] != "tk1" {
-		t.Fatalf("namespace/task = %v/%v", c.raw["namespace"], c.raw["task"])
+	c := s.ConfigureBody(t, map[string]any{"queue": q, "namespace": "ns1", "task": "tk1", "options": opts})
+	if c.Body["namespace"] != "ns1" || c.Body["task"] != "tk1" {
+		t.Fatalf("namespace/task = %v/%v", c.Body["namespace"], c.Body["task"])
 	}
-	if !reflect.DeepEqual(c.opts, opts) {
-		t.Fatalf("options\n got %v\nwant %v", c.opts, opts)
+	if !reflect.DeepEqual(c.Options, opts) {
+		t.Fatalf("options\n got %v\nwant %v", c.Options, opts)
 	}
-	want := queueRow{ID: c.raw["queueId"].(string), Namespace: "ns1", Task: "tk1", LeaseTime: 45, RetryLimit: 9,
+	want := apitest.QueueRow{ID: c.Body["queueId"].(string), Namespace: "ns1", Task: "tk1", LeaseTime: 45, RetryLimit: 9,
 		RetryDelay: 2500, Priority: 7, MaxQueueSize: 1234, TTL: 77, DelayedProcessing: 5, WindowBuffer: 6,
 		RetentionSeconds: 8000, CompletedRetentionSeconds: 900, MaxWaitTimeSeconds: 11, MinPopWait: 1500,
 		DeadLetterQueue: true, DLQAfterMaxRetries: true, RetentionEnabled: true, Enc: true}
-	if row := readQueue(t, q); row != want {
+	if row := apitest.ReadQueue(t, q); row != want {
 		t.Fatalf("queen.queues row\n got %+v\nwant %+v", row, want)
 	}
 }
@@ -151,11 +113,11 @@ func TestConfigure_MinPopWaitTimeClamp(t *testing.T) {
 			if tc.in != nil {
 				opts["minPopWaitTime"] = tc.in
 			}
-			c := configure(t, s, map[string]any{"queue": q, "options": opts})
-			if c.opts["minPopWaitTime"] != float64(tc.want) {
-				t.Fatalf("response minPopWaitTime %v, want %d", c.opts["minPopWaitTime"], tc.want)
+			c := s.ConfigureBody(t, map[string]any{"queue": q, "options": opts})
+			if c.Options["minPopWaitTime"] != float64(tc.want) {
+				t.Fatalf("response minPopWaitTime %v, want %d", c.Options["minPopWaitTime"], tc.want)
 			}
-			if got := readQueue(t, q).MinPopWait; got != tc.want {
+			if got := apitest.ReadQueue(t, q).MinPopWait; got != tc.want {
 				t.Fatalf("min_pop_wait_time %d, want %d", got, tc.want)
 			}
 		})
@@ -170,42 +132,42 @@ func TestConfigure_FullReplace(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "cfg-replace")
-	first := configure(t, s, map[string]any{"queue": q, "namespace": "n", "task": "t", "options": map[string]any{
+	first := s.ConfigureBody(t, map[string]any{"queue": q, "namespace": "n", "task": "t", "options": map[string]any{
 		"leaseTime": 10, "retryLimit": 0, "retryDelay": 5, "priority": 3, "maxSize": 10, "ttl": 20,
 		"deadLetterQueue": true, "dlqAfterMaxRetries": true, "delayedProcessing": 1, "windowBuffer": 2,
 		"retentionSeconds": 30, "completedRetentionSeconds": 40, "retentionEnabled": true,
 		"encryptionEnabled": true, "maxWaitTimeSeconds": 50, "minPopWaitTime": 60,
 	}})
-	if first.opts["retryLimit"] != 0.0 || first.opts["leaseTime"] != 10.0 {
-		t.Fatalf("first configure options %v", first.opts)
+	if first.Options["retryLimit"] != 0.0 || first.Options["leaseTime"] != 10.0 {
+		t.Fatalf("first configure options %v", first.Options)
 	}
-	second := configure(t, s, map[string]any{"queue": q, "options": map[string]any{"namespace": "zzz", "bogus": 1}})
-	if !reflect.DeepEqual(second.opts, configureDefaults()) {
-		t.Fatalf("options after the second configure\n got %v\nwant %v", second.opts, configureDefaults())
+	second := s.ConfigureBody(t, map[string]any{"queue": q, "options": map[string]any{"namespace": "zzz", "bogus": 1}})
+	if !reflect.DeepEqual(second.Options, configureDefaults()) {
+		t.Fatalf("options after the second configure\n got %v\nwant %v", second.Options, configureDefaults())
 	}
-	if second.raw["namespace"] != "" || second.raw["task"] != "" {
-		t.Fatalf("namespace/task after the second configure = %q/%q, want \"\"/\"\"", second.raw["namespace"], second.raw["task"])
+	if second.Body["namespace"] != "" || second.Body["task"] != "" {
+		t.Fatalf("namespace/task after the second configure = %q/%q, want \"\"/\"\"", second.Body["namespace"], second.Body["task"])
 	}
-	if second.raw["queueId"] != first.raw["queueId"] || second.raw["partitionId"] != first.raw["partitionId"] {
-		t.Fatalf("queueId/partitionId changed: %v/%v then %v/%v", first.raw["queueId"], first.raw["partitionId"],
-			second.raw["queueId"], second.raw["partitionId"])
+	if second.Body["queueId"] != first.Body["queueId"] || second.Body["partitionId"] != first.Body["partitionId"] {
+		t.Fatalf("queueId/partitionId changed: %v/%v then %v/%v", first.Body["queueId"], first.Body["partitionId"],
+			second.Body["queueId"], second.Body["partitionId"])
 	}
-	if row, want := readQueue(t, q), rowWithID(defaultRow(), first.raw["queueId"].(string)); row != want {
+	if row, want := apitest.ReadQueue(t, q), rowWithID(defaultRow(), first.Body["queueId"].(string)); row != want {
 		t.Fatalf("queen.queues row\n got %+v\nwant %+v", row, want)
 	}
 	// No options object at all is the same full replace.
-	configure(t, s, map[string]any{"queue": q, "namespace": "n2", "options": map[string]any{"leaseTime": 99}})
-	third := configure(t, s, map[string]any{"queue": q})
-	if !reflect.DeepEqual(third.opts, configureDefaults()) || third.raw["namespace"] != "" {
-		t.Fatalf("configure without options did not reset: %v", third.raw)
+	s.ConfigureBody(t, map[string]any{"queue": q, "namespace": "n2", "options": map[string]any{"leaseTime": 99}})
+	third := s.ConfigureBody(t, map[string]any{"queue": q})
+	if !reflect.DeepEqual(third.Options, configureDefaults()) || third.Body["namespace"] != "" {
+		t.Fatalf("configure without options did not reset: %v", third.Body)
 	}
-	if row := readQueue(t, q); row.LeaseTime != 300 || row.Namespace != "" {
+	if row := apitest.ReadQueue(t, q); row.LeaseTime != 300 || row.Namespace != "" {
 		t.Fatalf("queen.queues row after configure without options: %+v", row)
 	}
 	// JS and Python send null namespace/task: treated as absent.
-	fourth := configure(t, s, map[string]any{"queue": q, "namespace": nil, "task": nil, "options": nil})
-	if fourth.raw["namespace"] != "" || fourth.raw["task"] != "" || !reflect.DeepEqual(fourth.opts, configureDefaults()) {
-		t.Fatalf("configure with nulls: %v", fourth.raw)
+	fourth := s.ConfigureBody(t, map[string]any{"queue": q, "namespace": nil, "task": nil, "options": nil})
+	if fourth.Body["namespace"] != "" || fourth.Body["task"] != "" || !reflect.DeepEqual(fourth.Options, configureDefaults()) {
+		t.Fatalf("configure with nulls: %v", fourth.Body)
 	}
 }
 
@@ -216,19 +178,19 @@ func TestQ6_ConfigureResetsDerivedNamespace(t *testing.T) {
 	s := shared(t)
 	q := "billing." + apitest.Unique(t, "inv") + ".v2"
 	s.Push(t, apitest.PushItem{Queue: q, Payload: 1})
-	before := readQueue(t, q)
+	before := apitest.ReadQueue(t, q)
 	if before.Namespace != "billing" || before.LeaseTime != 60 {
 		t.Fatalf("push-created row %+v", before)
 	}
-	c := configure(t, s, map[string]any{"queue": q})
-	if c.raw["namespace"] != "" || c.raw["task"] != "" || c.raw["queueId"] != before.ID {
-		t.Fatalf("configure response %v", c.raw)
+	c := s.ConfigureBody(t, map[string]any{"queue": q})
+	if c.Body["namespace"] != "" || c.Body["task"] != "" || c.Body["queueId"] != before.ID {
+		t.Fatalf("configure response %v", c.Body)
 	}
-	if row, want := readQueue(t, q), rowWithID(defaultRow(), before.ID); row != want {
+	if row, want := apitest.ReadQueue(t, q), rowWithID(defaultRow(), before.ID); row != want {
 		t.Fatalf("queen.queues row\n got %+v\nwant %+v", row, want)
 	}
 	// The message pushed before is still there.
-	if n := counts(t, q); n.Txids != 1 || n.Heads != 1 {
+	if n := apitest.QueueCounts(t, q); n.Txids != 1 || n.Heads != 1 {
 		t.Fatalf("counts after configure %+v", n)
 	}
 }
@@ -243,14 +205,14 @@ func TestQ7_ConfigureCreatesDefaultPartition(t *testing.T) {
 	if pid, n := defaultPartition(t, q); pid != "" || n != 1 {
 		t.Fatalf("after a push to p1: Default %q, %d partitions; want no Default, 1 partition", pid, n)
 	}
-	c := configure(t, s, map[string]any{"queue": q})
+	c := s.ConfigureBody(t, map[string]any{"queue": q})
 	pid, n := defaultPartition(t, q)
-	if pid == "" || pid != c.raw["partitionId"] || n != 2 {
-		t.Fatalf("after configure: Default %q (response %v), %d partitions; want 2", pid, c.raw["partitionId"], n)
+	if pid == "" || pid != c.Body["partitionId"] || n != 2 {
+		t.Fatalf("after configure: Default %q (response %v), %d partitions; want 2", pid, c.Body["partitionId"], n)
 	}
-	again := configure(t, s, map[string]any{"queue": q})
-	if again.raw["partitionId"] != pid {
-		t.Fatalf("reconfigure answered partitionId %v, want the existing %s", again.raw["partitionId"], pid)
+	again := s.ConfigureBody(t, map[string]any{"queue": q})
+	if again.Body["partitionId"] != pid {
+		t.Fatalf("reconfigure answered partitionId %v, want the existing %s", again.Body["partitionId"], pid)
 	}
 	if _, n := defaultPartition(t, q); n != 2 {
 		t.Fatalf("reconfigure made %d partitions", n)
@@ -270,7 +232,7 @@ func TestQ2_ImplicitQueueDefaults(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "implicit") + ".task1"
 	res := s.Push(t, apitest.PushItem{Queue: q, Payload: 1})
-	row := readQueue(t, q)
+	row := apitest.ReadQueue(t, q)
 	if want := rowWithID(implicitRow(strings.SplitN(q, ".", 2)[0], "task1"), row.ID); row != want {
 		t.Fatalf("queen.queues row\n got %+v\nwant %+v", row, want)
 	}
@@ -286,11 +248,11 @@ func TestQ2_PushLeavesConfiguredQueueUntouched(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := "cfgns." + apitest.Unique(t, "keep")
-	c := configure(t, s, map[string]any{"queue": q, "namespace": "mine", "options": map[string]any{"leaseTime": 77, "priority": 4}})
+	c := s.ConfigureBody(t, map[string]any{"queue": q, "namespace": "mine", "options": map[string]any{"leaseTime": 77, "priority": 4}})
 	s.Push(t, apitest.PushItem{Queue: q, Payload: 1}, apitest.PushItem{Queue: q, Partition: "other", Payload: 2})
-	want := rowWithID(defaultRow(), c.raw["queueId"].(string))
+	want := rowWithID(defaultRow(), c.Body["queueId"].(string))
 	want.Namespace, want.LeaseTime, want.Priority = "mine", 77, 4
-	if row := readQueue(t, q); row != want {
+	if row := apitest.ReadQueue(t, q); row != want {
 		t.Fatalf("queen.queues row after push\n got %+v\nwant %+v", row, want)
 	}
 }
@@ -319,7 +281,7 @@ func TestQ3_NamespaceTaskDerivation(t *testing.T) {
 			u := strings.ReplaceAll(apitest.Unique(t, ""), "-", "_")
 			q, ns, task := tc.queue(u), tc.ns(u), tc.tsk(u)
 			s.Push(t, apitest.PushItem{Queue: q, Payload: 1})
-			row := readQueue(t, q)
+			row := apitest.ReadQueue(t, q)
 			if row.Namespace != ns || row.Task != task {
 				t.Fatalf("%q: namespace/task = %q/%q, want %q/%q", q, row.Namespace, row.Task, ns, task)
 			}
@@ -351,11 +313,11 @@ func TestQ4_ConfigureBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			wantErrorBody(t, s.Post(t, "/api/v1/configure", tc.body), 400, tc.msg, tc.prefix)
+			wantErrorText(t, s.Post(t, "/api/v1/configure", tc.body), 400, tc.msg, tc.prefix)
 		})
 	}
 	t.Cleanup(func() {
-		if n := counts(t, q, "a\tb", strings.Repeat("q", 256)); n != (dbCounts{}) {
+		if n := apitest.QueueCounts(t, q, "a\tb", strings.Repeat("q", 256)); n != (apitest.Counts{}) {
 			t.Errorf("a rejected configure wrote %+v", n)
 		}
 	})
@@ -366,11 +328,11 @@ func TestQ8_ConfigureCastableStrings(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "cfg-cast")
-	c := configure(t, s, map[string]any{"queue": q, "options": map[string]any{"leaseTime": "30", "retentionEnabled": "true"}})
-	if c.opts["leaseTime"] != 30.0 || c.opts["retentionEnabled"] != true {
-		t.Fatalf("options %v", c.opts)
+	c := s.ConfigureBody(t, map[string]any{"queue": q, "options": map[string]any{"leaseTime": "30", "retentionEnabled": "true"}})
+	if c.Options["leaseTime"] != 30.0 || c.Options["retentionEnabled"] != true {
+		t.Fatalf("options %v", c.Options)
 	}
-	if row := readQueue(t, q); row.LeaseTime != 30 || !row.RetentionEnabled {
+	if row := apitest.ReadQueue(t, q); row.LeaseTime != 30 || !row.RetentionEnabled {
 		t.Fatalf("row %+v", row)
 	}
 }

@@ -48,11 +48,11 @@ func TestU7_DedupeWithinRequest(t *testing.T) {
 	if res[3].MessageID == res[0].MessageID || res[3].PartitionID == res[0].PartitionID {
 		t.Fatalf("the p2 item shares the Default item's ids: %+v %+v", res[3], res[0])
 	}
-	if n := counts(t, q); n.Txids != 3 || n.Heads != 3 {
+	if n := apitest.QueueCounts(t, q); n.Txids != 3 || n.Heads != 3 {
 		t.Fatalf("counts %+v, want 3 txids and heads summing to 3", n)
 	}
 	msgs := popAll(t, s, q+"/partition/Default", 10)
-	if len(msgs) != 2 || msgs[0].TransactionID != "x" || compact(t, msgs[0].Data) != `"first"` || msgs[1].TransactionID != "y" {
+	if len(msgs) != 2 || msgs[0].TransactionID != "x" || compact(t, msgs[0].RawData) != `"first"` || msgs[1].TransactionID != "y" {
 		t.Fatalf("Default holds %+v, want x=first then y", msgs)
 	}
 }
@@ -89,11 +89,12 @@ func TestU7_DedupeAgainstStored(t *testing.T) {
 	if again[0].Status != "duplicate" || again[0].MessageID != first[0].MessageID {
 		t.Fatalf("%+v", again)
 	}
-	if n := counts(t, q); n.Txids != 3 || n.Heads != 3 || n.Segments != 2 {
+	if n := apitest.QueueCounts(t, q); n.Txids != 3 || n.Heads != 3 || n.Segments != 2 {
 		t.Fatalf("counts %+v, want 3 txids, head 3, 2 segments", n)
 	}
 	msgs := popAll(t, s, q, 10)
-	if len(msgs) != 3 || msgs[0].TransactionID != "x" || compact(t, msgs[0].Data) != `"original"` || msgs[0].ID != first[0].MessageID {
+	if len(msgs) != 3 || msgs[0].TransactionID != "x" || compact(t, msgs[0].RawData) != `"original"` ||
+		msgs[0].ID != first[0].MessageID {
 		t.Fatalf("popped %+v", msgs)
 	}
 }
@@ -118,7 +119,7 @@ func TestU7_DedupeConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			status, res, err := pushCtx(context.Background(), s,
+			status, res, err := s.PushCtx(context.Background(),
 				apitest.PushItem{Queue: q, TransactionID: "same", Payload: map[string]any{"g": i}})
 			switch {
 			case err != nil:
@@ -161,7 +162,7 @@ func TestU7_DedupeConcurrent(t *testing.T) {
 	if rows != 1 || id != winner {
 		t.Fatalf("queen.txids: %d rows, message_id %s; want 1 row of %s", rows, id, winner)
 	}
-	if c := counts(t, q); c.Heads != 1 {
+	if c := apitest.QueueCounts(t, q); c.Heads != 1 {
 		t.Fatalf("partition head %d, want 1", c.Heads)
 	}
 	// U-4: dedupe is per partition.
@@ -202,7 +203,7 @@ func TestU7_DedupeConcurrentOverlappingBatches(t *testing.T) {
 				items = append(items, apitest.PushItem{Queue: q, TransactionID: fmt.Sprintf("own-%d-%d", r, k), Payload: r})
 			}
 			<-start
-			status, res, err := pushCtx(context.Background(), s, items...)
+			status, res, err := s.PushCtx(context.Background(), items...)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil && status != 201 {
@@ -239,7 +240,7 @@ func TestU7_DedupeConcurrentOverlappingBatches(t *testing.T) {
 			t.Fatalf("%s: %d message ids, queued %d times; want 1 and 1", tx, len(m), qd[tx])
 		}
 	}
-	if c := counts(t, q); c.Txids != int64(len(ids)) || c.Heads != int64(len(ids)) {
+	if c := apitest.QueueCounts(t, q); c.Txids != int64(len(ids)) || c.Heads != int64(len(ids)) {
 		t.Fatalf("counts %+v, want %d txids and head", c, len(ids))
 	}
 }

@@ -66,11 +66,9 @@ func fill(t testing.TB, s *apitest.Server, q string) (queueID string) {
 	s.Push(t, apitest.PushItem{Queue: q, TransactionID: "a", Payload: 1},
 		apitest.PushItem{Queue: q, Partition: "p2", TransactionID: "b", Payload: 2})
 	s.Push(t, apitest.PushItem{Queue: q, TransactionID: "c", Payload: 3})
-	if p := pop(t, s, "/api/v1/pop/queue/"+q+"?batch=10"); p == nil {
-		t.Fatal("queue-mode pop found nothing")
-	}
-	pop(t, s, "/api/v1/pop/queue/"+q+"/partition/p2?consumerGroup=g1&subscriptionMode=all")
-	queueID = readQueue(t, q).ID
+	s.PopOK(t, "/api/v1/pop/queue/"+q+"?batch=10")
+	s.Pop(t, "/api/v1/pop/queue/"+q+"/partition/p2?consumerGroup=g1&subscriptionMode=all")
+	queueID = apitest.ReadQueue(t, q).ID
 	l := rowsOf(t, queueID)
 	if l.Queues != 1 || l.Partitions != 2 || l.Segments != 3 || l.Txids != 3 || l.Cursors < 2 {
 		t.Fatalf("before delete: %+v, want 1 queue, 2 partitions, 3 segments, 3 txids, >= 2 cursors", l)
@@ -121,15 +119,15 @@ func TestQ10_DeleteQueueCascades(t *testing.T) {
 	if res[0].Status != "queued" {
 		t.Fatalf("push after delete: %+v", res[0])
 	}
-	row := readQueue(t, q)
+	row := apitest.ReadQueue(t, q)
 	if row.ID == queueID || row.LeaseTime != 60 {
 		t.Fatalf("recreated queue %+v (old id %s)", row, queueID)
 	}
-	if c := counts(t, q); c != (dbCounts{Queues: 1, Partitions: 1, Segments: 1, Txids: 1, Heads: 1}) {
+	if c := apitest.QueueCounts(t, q); c != (apitest.Counts{Queues: 1, Partitions: 1, Segments: 1, Txids: 1, Heads: 1}) {
 		t.Fatalf("recreated queue counts %+v", c)
 	}
 	msgs := popAll(t, s, q, 10)
-	if len(msgs) != 1 || compact(t, msgs[0].Data) != `"again"` {
+	if len(msgs) != 1 || compact(t, msgs[0].RawData) != `"again"` {
 		t.Fatalf("pop after recreate: %+v", msgs)
 	}
 }
@@ -146,7 +144,7 @@ func TestQ10_DeleteUnknownQueue(t *testing.T) {
 		!reflect.DeepEqual(body, map[string]any{"deleted": true, "queue": q, "existed": false}) {
 		t.Fatalf("delete unknown: %d %s", r.Status, r.Body)
 	}
-	if c := counts(t, q); c != (dbCounts{}) {
+	if c := apitest.QueueCounts(t, q); c != (apitest.Counts{}) {
 		t.Fatalf("delete of an unknown queue wrote %+v", c)
 	}
 }
@@ -165,7 +163,7 @@ func TestSchema_SQLDeleteCascades(t *testing.T) {
 	ida, idb := fill(t, s, qa), fill(t, s, qb)
 	parts := append(partitionIDs(t, ida), partitionIDs(t, idb)...)
 	s.Push(t, apitest.PushItem{Queue: keep, Payload: 1})
-	keepBefore := counts(t, keep)
+	keepBefore := apitest.QueueCounts(t, keep)
 
 	if err := apitest.DB.Exec(`DELETE FROM queen.queues WHERE name LIKE $1`, prefix+"-%"); err != nil {
 		t.Fatal(err)
@@ -178,7 +176,7 @@ func TestSchema_SQLDeleteCascades(t *testing.T) {
 	if n := orphans(t, parts, []string{ida, idb}); n != 0 {
 		t.Fatalf("%d rows still reference the deleted queues or their partitions", n)
 	}
-	if c := counts(t, keep); c != keepBefore {
+	if c := apitest.QueueCounts(t, keep); c != keepBefore {
 		t.Fatalf("unrelated queue changed: %+v, was %+v", c, keepBefore)
 	}
 	// The broker notices on the next push: it recreates queue and partition
@@ -190,7 +188,7 @@ func TestSchema_SQLDeleteCascades(t *testing.T) {
 			t.Fatalf("push %d after SQL delete: %+v", i, r)
 		}
 	}
-	if c := counts(t, qa); c != (dbCounts{Queues: 1, Partitions: 2, Segments: 2, Txids: 2, Heads: 2}) {
+	if c := apitest.QueueCounts(t, qa); c != (apitest.Counts{Queues: 1, Partitions: 2, Segments: 2, Txids: 2, Heads: 2}) {
 		t.Fatalf("recreated queue counts %+v", c)
 	}
 	if msgs := popAll(t, s, qa, 10); len(msgs) != 2 {

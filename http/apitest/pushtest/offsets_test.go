@@ -36,7 +36,7 @@ func TestD1_ContiguousOffsetsUnderConcurrency(t *testing.T) {
 			<-start
 			for i := range each {
 				tx := fmt.Sprintf("w%02d-%03d", w, i)
-				status, res, err := pushCtx(ctx, s, apitest.PushItem{Queue: q, TransactionID: tx, Payload: map[string]any{"w": w, "i": i}})
+				status, res, err := s.PushCtx(ctx, apitest.PushItem{Queue: q, TransactionID: tx, Payload: map[string]any{"w": w, "i": i}})
 				if err == nil && status != 201 {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -186,7 +186,7 @@ func TestD1_ContiguousOffsetsPerPartition(t *testing.T) {
 					items = append(items, apitest.PushItem{Queue: q, Partition: fmt.Sprintf("p%d", p),
 						TransactionID: fmt.Sprintf("w%d-%d-%d", w, i, p), Payload: i})
 				}
-				status, res, err := pushCtx(context.Background(), s, items...)
+				status, res, err := s.PushCtx(context.Background(), items...)
 				if err == nil && status != 201 {
 					err = fmt.Errorf("status %d", status)
 				}
@@ -251,7 +251,7 @@ func TestD1_ContiguousOffsetsTwoProcesses(t *testing.T) {
 					// Both processes push shared-<i> at about the same time.
 					{Queue: q, TransactionID: fmt.Sprintf("shared-%d", i), Payload: w},
 				}
-				status, res, err := pushCtx(context.Background(), srv, items...)
+				status, res, err := srv.PushCtx(context.Background(), items...)
 				if err == nil && status != 201 {
 					err = fmt.Errorf("status %d", status)
 				}

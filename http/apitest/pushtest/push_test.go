@@ -2,7 +2,6 @@ package pushtest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ func TestU6_PushResultsInInputOrder(t *testing.T) {
 		}
 		body = append(body, m)
 	}
-	res := pushItems(t, s, body...)
+	res := s.PushJSON(t, body...)
 	partOf := map[string]string{} // queue/partition -> partition_id
 	ids := map[string]bool{}
 	for i, r := range res {
@@ -40,7 +39,7 @@ func TestU6_PushResultsInInputOrder(t *testing.T) {
 		}
 		mid, _ := r["message_id"].(string)
 		pid, _ := r["partition_id"].(string)
-		if !isUUID(mid) || !isUUID(pid) || ids[mid] {
+		if !apitest.IsUUID(mid) || !apitest.IsUUID(pid) || ids[mid] {
 			t.Fatalf("result %d: message_id %q partition_id %q (ids must be distinct UUIDs)", i, mid, pid)
 		}
 		ids[mid] = true
@@ -64,7 +63,7 @@ WHERE q.name = $1 AND p.name = $2`, []any{it.queue, part}, &dbPid); err != nil |
 		t.Fatalf("%d distinct partitions, want 4", len(partOf))
 	}
 	// The messages of qa/p2 come back in input order, with their ids.
-	p := pop(t, s, "/api/v1/pop/queue/"+qa+"/partition/p2?batch=10")
+	p := s.Pop(t, "/api/v1/pop/queue/"+qa+"/partition/p2?batch=10")
 	if p == nil || len(p.Messages) != 2 || p.Messages[0].TransactionID != "t2" || p.Messages[1].TransactionID != "t5" ||
 		p.Messages[0].ID != res[2]["message_id"] || p.Messages[1].ID != res[5]["message_id"] {
 		t.Fatalf("pop of %s/p2: %+v", qa, p)
@@ -76,7 +75,7 @@ func TestU2_EmptyItems(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	for _, body := range []string{`{"items":[]}`, `{"items":[],"bufferMs":5}`, " {\"items\" : [ ] } "} {
-		r := pushRaw(t, s, body)
+		r := s.Post(t, "/api/v1/push", body)
 		if r.Status != 201 || string(r.Body) != "[]" {
 			t.Fatalf("%s: status %d body %q, want 201 []", body, r.Status, r.Body)
 		}
@@ -92,7 +91,7 @@ func TestU5_GeneratedTransactionID(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "gen-tx")
-	res := pushItems(t, s,
+	res := s.PushJSON(t,
 		map[string]any{"queue": q, "payload": 1},
 		map[string]any{"queue": q, "payload": 2, "transactionId": ""},
 		map[string]any{"queue": q, "payload": 3, "transactionId": nil},
@@ -100,7 +99,7 @@ func TestU5_GeneratedTransactionID(t *testing.T) {
 	seen := map[string]bool{}
 	for i, r := range res {
 		tx, _ := r["transaction_id"].(string)
-		if !isUUID(tx) || seen[tx] || r["status"] != "queued" {
+		if !apitest.IsUUID(tx) || seen[tx] || r["status"] != "queued" {
 			t.Fatalf("result %d: %v, want queued with a fresh UUID transaction_id", i, r)
 		}
 		seen[tx] = true
@@ -134,7 +133,7 @@ func TestU3_PayloadRoundTrip(t *testing.T) {
 		fmt.Fprintf(&b, `{"queue":%q,"transactionId":"p%d","payload":%s},`, q, i, p)
 	}
 	fmt.Fprintf(&b, `{"queue":%q,"transactionId":"missing"}]}`, q)
-	r := pushRaw(t, s, b.String())
+	r := s.Post(t, "/api/v1/push", b.String())
 	if r.Status != 201 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
@@ -151,10 +150,10 @@ func TestU3_PayloadRoundTrip(t *testing.T) {
 		if m.TransactionID != tx {
 			t.Fatalf("message %d is %s, want %s", i, m.TransactionID, tx)
 		}
-		if m.Data == nil {
+		if m.RawData == nil {
 			t.Fatalf("message %s has no data key", tx)
 		}
-		if got, w := compact(t, m.Data), compact(t, []byte(want[i])); got != w {
+		if got, w := compact(t, m.RawData), compact(t, []byte(want[i])); got != w {
 			t.Fatalf("message %s: data %s, want %s", tx, got, w)
 		}
 	}
@@ -167,7 +166,7 @@ func TestU8_TraceIDRoundTrip(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "trace")
 	v4, v7 := "3b241101-e2bb-4255-8caf-4136c566a962", "01890a5d-ac96-774b-bcce-b302099a8057"
-	res := pushItems(t, s,
+	res := s.PushJSON(t,
 		map[string]any{"queue": q, "transactionId": "a", "traceId": v4},
 		map[string]any{"queue": q, "transactionId": "b", "traceId": v7},
 		map[string]any{"queue": q, "transactionId": "c"},
@@ -194,8 +193,6 @@ func TestU8_TraceIDRoundTrip(t *testing.T) {
 	}
 }
 
-var createdAtRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
-
 // pop-routes.md, U-10: messages written by one push to one partition share
 // createdAt (the segment's time), formatted with microseconds and a literal
 // Z, in UTC; a later push's createdAt is not earlier.
@@ -217,8 +214,8 @@ func TestCreatedAt_SharedPerPushAndFormat(t *testing.T) {
 		t.Fatalf("popped %d", len(msgs))
 	}
 	for _, m := range msgs {
-		if !createdAtRE.MatchString(m.CreatedAt) {
-			t.Fatalf("createdAt %q does not match %s", m.CreatedAt, createdAtRE)
+		if !apitest.CreatedAtRE.MatchString(m.CreatedAt) {
+			t.Fatalf("createdAt %q does not match %s", m.CreatedAt, apitest.CreatedAtRE)
 		}
 		ts, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
 		if err != nil {
@@ -238,7 +235,7 @@ func TestCreatedAt_SharedPerPushAndFormat(t *testing.T) {
 		t.Fatalf("later push has an earlier createdAt: %s < %s", msgs[5].CreatedAt, msgs[0].CreatedAt)
 	}
 	// One push, one segment.
-	if n := counts(t, q); n.Segments != 2 || n.Txids != 6 || n.Heads != 6 {
+	if n := apitest.QueueCounts(t, q); n.Segments != 2 || n.Txids != 6 || n.Heads != 6 {
 		t.Fatalf("counts %+v, want 2 segments, 6 txids, head 6", n)
 	}
 }
@@ -262,10 +259,10 @@ func TestNames_AllowedCharactersAndMaxLength(t *testing.T) {
 	if res[1].QueueName != long {
 		t.Fatalf("queueName %q", res[1].QueueName)
 	}
-	if n := counts(t, u, long); n.Queues != 2 || n.Partitions != 2 || n.Txids != 2 {
+	if n := apitest.QueueCounts(t, u, long); n.Queues != 2 || n.Partitions != 2 || n.Txids != 2 {
 		t.Fatalf("counts %+v", n)
 	}
-	p := pop(t, s, "/api/v1/pop/queue/"+long+"/partition/"+longPart+"?autoAck=true")
+	p := s.Pop(t, "/api/v1/pop/queue/"+long+"/partition/"+longPart+"?autoAck=true")
 	if p == nil || len(p.Messages) != 1 || p.Messages[0].Partition != longPart {
 		t.Fatalf("pop of the 255-byte names: %+v", p)
 	}

@@ -17,8 +17,8 @@ func TestU1_PushBadInputRejectedAndNothingWritten(t *testing.T) {
 	s := shared(t)
 	existing := apitest.Unique(t, "bad-existing")
 	s.Push(t, apitest.PushItem{Queue: existing, TransactionID: "there", Payload: 1})
-	base := counts(t, existing)
-	if base != (dbCounts{Queues: 1, Partitions: 1, Segments: 1, Txids: 1, Heads: 1}) {
+	base := apitest.QueueCounts(t, existing)
+	if base != (apitest.Counts{Queues: 1, Partitions: 1, Segments: 1, Txids: 1, Heads: 1}) {
 		t.Fatalf("fixture counts %+v", base)
 	}
 	long := strings.Repeat("q", 256)
@@ -109,22 +109,22 @@ func TestU1_PushBadInputRejectedAndNothingWritten(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			names := append([]string{f}, badNames...)
-			before := counts(t, names...)
-			wantErrorBody(t, pushRaw(t, s, body), 400, c.msg, c.prefix)
-			if after := counts(t, names...); after != before || after != (dbCounts{}) {
+			before := apitest.QueueCounts(t, names...)
+			wantErrorText(t, s.Post(t, "/api/v1/push", body), 400, c.msg, c.prefix)
+			if after := apitest.QueueCounts(t, names...); after != before || after != (apitest.Counts{}) {
 				t.Fatalf("fresh and bad names: before %+v, after %+v, want nothing", before, after)
 			}
-			if after := counts(t, existing); after != base {
+			if after := apitest.QueueCounts(t, existing); after != base {
 				t.Fatalf("existing queue: before %+v, after %+v", base, after)
 			}
 		})
 	}
 	t.Cleanup(func() {
 		// Nothing shows up late either.
-		if n := counts(t, append(fresh, badNames...)...); n != (dbCounts{}) {
+		if n := apitest.QueueCounts(t, append(fresh, badNames...)...); n != (apitest.Counts{}) {
 			t.Errorf("rejected pushes left %+v", n)
 		}
-		if n := counts(t, existing); n != base {
+		if n := apitest.QueueCounts(t, existing); n != base {
 			t.Errorf("existing queue changed: %+v, was %+v", n, base)
 		}
 		// The broker still serves the existing queue.
@@ -167,6 +167,6 @@ func TestNames_BadPathName(t *testing.T) {
 	s := shared(t)
 	for _, p := range []string{"a%09b", "a%00b", "%FF", "a%C2%85b", strings.Repeat("q", 256)} {
 		r := s.Delete(t, "/api/v1/resources/queues/"+p)
-		wantErrorBody(t, r, 400, "", false)
+		apitest.WantErrorBody(t, r, 400)
 	}
 }
