@@ -2,6 +2,7 @@ package queengo
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -98,7 +99,7 @@ type PushResult struct {
 	MessageID     uuid.UUID // the stored message's id; the winner's for a duplicate
 	PartitionID   uuid.UUID
 	TraceID       uuid.UUID
-	Error         string // set when Status is PushFailed
+	Err           error // why the item was not stored, when Status is PushFailed
 }
 
 // SubscriptionMode values of a pop; SubscriptionUnset means the pop carried
@@ -263,9 +264,13 @@ type MessageInfo struct {
 // for a connection and its statements) when the configuration sets none.
 const DefaultRequestTimeout = 10 * time.Second
 
-// Sentinel errors the store translates database failures into.
+// The errors the layers report to their callers, compared with errors.Is:
+// package pg translates driver failures into them, package actors adds its
+// own, and only package http turns them into wire text (the table in
+// http/errors.go, where each has its entry). A new one needs an entry there.
 var (
-	// ErrNotFound: the addressed row (queue, partition, message) does not exist.
+	// ErrNotFound: the addressed row (queue, partition, message, dead
+	// letter) does not exist.
 	ErrNotFound = errors.New("not found")
 	// ErrPool: no database connection could be had within the acquire timeout.
 	ErrPool = errors.New("no database connection available")
@@ -280,11 +285,30 @@ var (
 	// ErrClosed: the broker is shutting down.
 	ErrClosed = errors.New("broker is shutting down")
 	// ErrConflict: a transaction referred to a lease or message that is no
-	// longer valid, so nothing of it was applied.
+	// longer valid, so nothing of it was applied. The failure carries the
+	// details as a *ConflictError.
 	ErrConflict = errors.New("conflict")
-	// ErrCancelled: the client of a parked pop went away.
+	// ErrCancelled: the caller gave up before the answer: the client of a
+	// parked pop went away.
 	ErrCancelled = errors.New("client went away")
 )
+
+// ConflictError is the failure of a transaction whose ack did not hold;
+// nothing of the transaction was applied. It matches ErrConflict.
+type ConflictError struct {
+	// Op is the index of the failing operation in the transaction.
+	Op int
+	// Reason is the ack's per-item failure, as AckResult.Error reports it;
+	// empty when the ack's status was not one queen.ack applies.
+	Reason string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("conflict: operation %d: ack failed: %q", e.Op, e.Reason)
+}
+
+// Is makes a ConflictError match ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // DeriveNamespaceTask splits a dotted queue name the way an implicitly created
 // queue gets its namespace and task (semantics Q-3): "orders" is namespace

@@ -1,11 +1,16 @@
-// Package actors is the broker's concurrent core: a registry actor, one
-// supervising actor per queue (parked pops, backoff, minPopWaitTime holds,
-// the ready set of partitions, and the queue's partition writers), partition
-// writer actors that coalesce pushes into one segment per commit, and scope
-// actors for the discovery pop route. HTTP handlers call Broker methods, which
-// send messages to the actors and wait for their replies; the actors talk to
-// PostgreSQL only through the Store interface, on goroutines of their own, and
-// never block inside Receive.
+// Package actors is the broker's concurrent core: a registry actor that
+// spawns, supervises and passivates one actor per queue (its partition
+// writers and their group commits, claim rounds, the ready set, parked pops,
+// minPopWaitTime holds) and one per discovery scope. The actors are wiring
+// (queue.go, scope.go, registry.go); what they decide lives in plain types,
+// each testable alone: parking.go, ready.go, round.go, pacer.go, writer.go,
+// scheduler.go; every message is in messages.go.
+//
+// The Broker is the HTTP layer's only door: every operation a route needs is
+// one of its methods, bounded by a context (the data path here, the rest in
+// door.go), and each tells the actors what it changed. The actors talk to PostgreSQL only through the Store
+// interface, on goroutines of their own, and never block inside Receive.
+// Failures are the typed errors of package queengo; no text is made here.
 package actors
 
 import (
@@ -13,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +27,10 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Store is what the actors need from the database layer (package pg).
+// Store is what the broker needs from the database layer (package pg): the
+// actors' statements, and those the Broker's other methods (door.go) run on
+// behalf of the HTTP layer, which sees no Store. Failures are the errors of
+// package queengo (ErrNotFound, ErrPool, ErrTimeout, ...), wrapped.
 type Store interface {
 	EnsureQueue(ctx context.Context, name string) (queengo.Queue, error)
 	QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error)
@@ -32,9 +39,19 @@ type Store interface {
 	Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error)
 	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
 	PopMaintenance(ctx context.Context) (bool, error)
+	SetPopMaintenance(ctx context.Context, on bool) error
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
+	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
+	DeleteQueue(ctx context.Context, name string) (bool, error)
+	ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]queengo.DeadLetter, int, error)
 	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
+	DeleteDeadLetter(ctx context.Context, id uuid.UUID) error
+	GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error)
+	SetSubscription(ctx context.Context, group string, ts time.Time) (int, error)
+	Ping(ctx context.Context) error
+	PoolStats() (total, idle, acquired int32)
 }
 
 // Backoff is the long-poll re-check schedule of pop-routes.md: a parked pop
@@ -80,8 +97,7 @@ type Broker struct {
 	log      *slog.Logger
 	system   *actor.ActorSystem
 	registry *actor.PID
-	queues   sync.Map // queue name -> *actor.PID
-	scopes   sync.Map // scopeKey -> *actor.PID
+	dir      directory // the live queue and scope actors
 
 	popMaintenance atomic.Bool
 	closing        atomic.Bool
@@ -92,7 +108,11 @@ type Broker struct {
 }
 
 // New starts the actor system and the registry.
-func New(cfg Config) *Broker {
+func New(cfg Config) *Broker { return newBroker(cfg, nil) }
+
+// newBroker is New; tune, when set, adjusts the actors' dependencies before
+// anything starts (tests: a fake clock, signals, short intervals).
+func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if cfg.ClaimsInFlight <= 0 {
 		cfg.ClaimsInFlight = 4
 	}
@@ -116,12 +136,22 @@ func New(cfg Config) *Broker {
 	b.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(levelFilter{min: slog.LevelWarn, h: actorLog.Handler()})
 	}))
-	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(b) }))
-	go b.refreshMaintenance()
+	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
+		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
+		idleAfter: idleAfterDefault}
 	if cfg.Notifier != nil {
+		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout,
+			func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") })
+		d.announce = b.cross.committed
+	}
+	if tune != nil {
+		tune(d)
+	}
+	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
+	go b.refreshMaintenance()
+	if b.cross != nil {
 		var ctx context.Context
 		ctx, b.stopCross = context.WithCancel(context.Background())
-		b.cross = newCrossProcess(b, cfg.Notifier)
 		go b.cross.run(ctx)
 	}
 	return b
@@ -164,31 +194,50 @@ func (b *Broker) refreshMaintenance() {
 	}
 }
 
-// SetPopMaintenanceLocal records a pop maintenance switch this process made,
-// so it applies here at once rather than at the next refresh.
-func (b *Broker) SetPopMaintenanceLocal(on bool) { b.popMaintenance.Store(on) }
-
-func (b *Broker) queuePID(name string) *actor.PID {
-	if pid, ok := b.queues.Load(name); ok {
-		return pid.(*actor.PID)
+// queueHandle returns the handle of the queue's live actor; the registry
+// spawns one when there is none.
+func (b *Broker) queueHandle(name string) *handle {
+	if v, ok := b.dir.queues.Load(name); ok && !v.(*handle).retired() {
+		return v.(*handle)
 	}
-	reply := make(chan *actor.PID, 1)
+	reply := make(chan *handle, 1)
 	b.system.Root.Send(b.registry, &getQueue{name: name, reply: reply})
-	pid := <-reply
-	b.queues.Store(name, pid)
-	return pid
+	return <-reply
 }
 
-func (b *Broker) scopePID(k scopeKey) *actor.PID {
-	if pid, ok := b.scopes.Load(k); ok {
-		return pid.(*actor.PID)
+// scopeHandle is queueHandle for a discovery scope.
+func (b *Broker) scopeHandle(k scopeKey) *handle {
+	if v, ok := b.dir.scopes.Load(k); ok && !v.(*handle).retired() {
+		return v.(*handle)
 	}
-	reply := make(chan *actor.PID, 1)
+	reply := make(chan *handle, 1)
 	b.system.Root.Send(b.registry, &getScope{key: k, reply: reply})
-	pid := <-reply
-	b.scopes.Store(k, pid)
-	return pid
+	return <-reply
 }
+
+// toQueue hands a request (an appendReq or a waiter) to the queue's actor,
+// spawning it when needed, and returns the handle it went through.
+func (b *Broker) toQueue(name string, m any) *handle {
+	for {
+		// A handle refuses only once its actor passivated; the registry
+		// then answers the next lookup with a fresh actor.
+		if h := b.queueHandle(name); h.send(b.system.Root, m) {
+			return h
+		}
+	}
+}
+
+// toScope is toQueue for a discovery scope.
+func (b *Broker) toScope(k scopeKey, m any) *handle {
+	for {
+		if h := b.scopeHandle(k); h.send(b.system.Root, m) {
+			return h
+		}
+	}
+}
+
+// queuePID returns the queue's live actor, spawned when there is none.
+func (b *Broker) queuePID(name string) *actor.PID { return b.queueHandle(name).pid }
 
 // Push writes the items, grouped per partition into coalesced segments, and
 // returns one result per item in input order.
@@ -229,14 +278,13 @@ func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.
 			}
 			byPart[p] = append(byPart[p], i)
 		}
-		pid := b.queuePID(q)
 		for _, p := range porder {
 			req := &appendReq{partition: p, reply: reply}
 			for _, i := range byPart[p] {
 				req.idx = append(req.idx, i)
 				req.frames = append(req.frames, items[i].Frame)
 			}
-			b.system.Root.Send(pid, req)
+			b.toQueue(q, req)
 			parts++
 		}
 	}
@@ -265,9 +313,11 @@ func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.
 
 // Pop serves one pop on any route. It returns an empty result for every case
 // pop-routes.md answers with a bare 204, and an error wrapping queengo.ErrPool
-// or queengo.ErrTimeout (or another store error) for the 500s. cancel closes
-// when the client went away; the pop is then dropped from the park.
-func (b *Broker) Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.PopResult, error) {
+// or queengo.ErrTimeout (or another store error) for the 500s. ctx ends when
+// the client went away: the pop is then dropped from the park and Pop
+// returns queengo.ErrCancelled. The wait of a long poll is req.Timeout, not
+// ctx's deadline; each claim round is bounded by the request timeout.
+func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error) {
 	if b.closing.Load() {
 		return queengo.PopResult{}, nil
 	}
@@ -278,27 +328,23 @@ func (b *Broker) Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.P
 			defer t.Stop()
 			select {
 			case <-t.C:
-			case <-cancel:
+			case <-ctx.Done():
 			}
 		}
 		return queengo.PopResult{}, nil
 	}
-	var pid *actor.PID
-	if req.Discovery() {
-		pid = b.scopePID(scopeKey{namespace: req.Namespace, task: req.Task})
-	} else {
-		pid = b.queuePID(req.Queue)
-	}
 	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
-	if req.Wait {
-		w.deadline = time.Now().Add(req.Timeout)
+	var h *handle
+	if req.Discovery() {
+		h = b.toScope(scopeKey{namespace: req.Namespace, task: req.Task}, w)
+	} else {
+		h = b.toQueue(req.Queue, w)
 	}
-	b.system.Root.Send(pid, w)
 	select {
 	case r := <-w.reply:
 		return r.res, r.err
-	case <-cancel:
-		b.system.Root.Send(pid, &cancelPop{w: w})
+	case <-ctx.Done():
+		b.system.Root.Send(h.pid, &cancelPop{w: w})
 		return queengo.PopResult{}, queengo.ErrCancelled
 	}
 }
@@ -361,7 +407,16 @@ func (b *Broker) freed(queue string, partition uuid.UUID, group string) {
 
 // offer hands a possibly claimable partition to its queue's actor.
 func (b *Broker) offer(queue string, partition uuid.UUID, group string) {
-	b.system.Root.Send(b.queuePID(queue), &partitionFreed{partition: partition, group: group})
+	b.hintQueue(queue, &partitionFreed{partition: partition, group: group})
+}
+
+// hintQueue sends m to the queue's actor if the queue has one: a hint (a
+// freed partition, a changed row) has nothing to tell an actor spawned for
+// it, and one that passivated meanwhile drops it.
+func (b *Broker) hintQueue(queue string, m any) {
+	if v, ok := b.dir.queues.Load(queue); ok {
+		b.system.Root.Send(v.(*handle).pid, m)
+	}
 }
 
 // announce tells other broker processes about a commit here.
@@ -369,12 +424,6 @@ func (b *Broker) announce(queue string, partition uuid.UUID) {
 	if b.cross != nil {
 		b.cross.committed(queue, partition)
 	}
-}
-
-// QueueChanged tells the queue's actor that its row was created, replaced or
-// deleted by this process (configure, delete), so it reloads its settings.
-func (b *Broker) QueueChanged(name string, deleted bool) {
-	b.system.Root.Send(b.queuePID(name), &queueChanged{deleted: deleted})
 }
 
 // levelFilter drops records below min.
@@ -392,18 +441,6 @@ func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (f levelFilter) WithGroup(n string) slog.Handler {
 	return levelFilter{min: f.min, h: f.h.WithGroup(n)}
-}
-
-func errText(err error) string {
-	switch {
-	case errors.Is(err, queengo.ErrPool):
-		return "database unavailable: no connection"
-	case errors.Is(err, queengo.ErrTimeout):
-		return "database timed out"
-	case errors.Is(err, queengo.ErrUnavailable):
-		return "database unavailable"
-	}
-	return fmt.Sprintf("write failed: %v", err)
 }
 
 // databaseDown reports whether err is the database's state rather than the

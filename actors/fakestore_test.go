@@ -120,10 +120,17 @@ func (f *fakeStore) roundSizes() []int {
 // newTestBroker starts a broker on the store and stops it when the test ends.
 func newTestBroker(t *testing.T, cfg Config) *Broker {
 	t.Helper()
+	return newTestBrokerWith(t, cfg, nil)
+}
+
+// newTestBrokerWith is newTestBroker with the actors' dependencies adjusted
+// by tune before anything starts.
+func newTestBrokerWith(t *testing.T, cfg Config, tune func(*deps)) *Broker {
+	t.Helper()
 	if cfg.Backoff.Initial == 0 {
 		cfg.Backoff = Backoff{Initial: 50 * time.Millisecond, Threshold: 3, Multiplier: 2, Max: 200 * time.Millisecond}
 	}
-	b := New(cfg)
+	b := newBroker(cfg, tune)
 	t.Cleanup(func() {
 		b.Close()
 		b.Shutdown()
@@ -133,18 +140,15 @@ func newTestBroker(t *testing.T, cfg Config) *Broker {
 
 // sendPop hands a pop straight to an actor, as Broker.Pop does, so a test
 // controls the order in which pops reach it.
-func sendPop(b *Broker, pid any, req *queengo.PopRequest) *waiter {
+func sendPop(b *Broker, target any, req *queengo.PopRequest) *waiter {
 	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
-	if req.Wait {
-		w.deadline = time.Now().Add(req.Timeout)
-	}
-	switch p := pid.(type) {
+	switch k := target.(type) {
 	case scopeKey:
-		b.system.Root.Send(b.scopePID(p), w)
+		b.toScope(k, w)
 	case string:
-		b.system.Root.Send(b.queuePID(p), w)
+		b.toQueue(k, w)
 	default:
-		panic(fmt.Sprintf("sendPop: %T", pid))
+		panic(fmt.Sprintf("sendPop: %T", target))
 	}
 	return w
 }

@@ -8,10 +8,13 @@ import (
 
 // Actor-side metrics, exported with the rest on /metrics/prometheus.
 var (
-	commitMessages = metrics.NewHistogram(`queengo_commit_messages`)
-	commitDuration = metrics.NewHistogram(`queengo_commit_duration_seconds`)
-	claimRoundPops = metrics.NewHistogram(`queengo_claim_round_pops`)
-	claimDuration  = metrics.NewHistogram(`queengo_claim_duration_seconds`)
-	parked         atomic.Int64
-	_              = metrics.NewGauge(`queengo_parked_pops`, func() float64 { return float64(parked.Load()) })
+	commitMessages    = metrics.NewHistogram(`queengo_commit_messages`)
+	commitDuration    = metrics.NewHistogram(`queengo_commit_duration_seconds`)
+	claimRoundPops    = metrics.NewHistogram(`queengo_claim_round_pops`)
+	claimDuration     = metrics.NewHistogram(`queengo_claim_duration_seconds`)
+	parkRefused       = metrics.NewCounter(`queengo_parked_pops_refused_total`)
+	actorRestarts     = metrics.NewCounter(`queengo_actor_restarts_total`)
+	actorPassivations = metrics.NewCounter(`queengo_actor_passivations_total`)
+	parked            atomic.Int64
+	_                 = metrics.NewGauge(`queengo_parked_pops`, func() float64 { return float64(parked.Load()) })
 )

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,10 @@ type Notifier interface {
 // here are announced over LISTEN/NOTIFY, and announcements from the others
 // mark partitions ready and wake parked pops here.
 type crossProcess struct {
-	b        *Broker
 	n        Notifier
+	log      *slog.Logger
+	timeout  time.Duration // bounds each statement (Config.RequestTimeout)
+	offer    func(queue string, partition uuid.UUID)
 	instance string
 
 	mu      sync.Mutex
@@ -42,8 +45,11 @@ type crossProcess struct {
 	peers   bool
 }
 
-func newCrossProcess(b *Broker, n Notifier) *crossProcess {
-	return &crossProcess{b: b, n: n, instance: uuid.NewString(), pending: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+// newCrossProcess announces through n; offer receives the partitions
+// announced by the other processes.
+func newCrossProcess(n Notifier, log *slog.Logger, timeout time.Duration, offer func(queue string, partition uuid.UUID)) *crossProcess {
+	return &crossProcess{n: n, log: log, timeout: timeout, offer: offer, instance: uuid.NewString(),
+		pending: map[string]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 func (c *crossProcess) run(ctx context.Context) {
@@ -72,9 +78,9 @@ func (c *crossProcess) run(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, c.b.cfg.RequestTimeout)
+		cctx, cancel := context.WithTimeout(ctx, c.timeout)
 		if err := c.n.Notify(cctx, batch); err != nil {
-			c.b.log.Debug("notify failed", "err", err)
+			c.log.Debug("notify failed", "err", err)
 		}
 		cancel()
 	}
@@ -82,7 +88,7 @@ func (c *crossProcess) run(ctx context.Context) {
 
 func (c *crossProcess) watchPeers(ctx context.Context) {
 	for {
-		cctx, cancel := context.WithTimeout(ctx, c.b.cfg.RequestTimeout)
+		cctx, cancel := context.WithTimeout(ctx, c.timeout)
 		n, err := c.n.Listeners(cctx)
 		cancel()
 		c.mu.Lock()
@@ -125,5 +131,5 @@ func (c *crossProcess) receive(payload string) {
 	if err != nil {
 		return
 	}
-	c.b.offer(queue, id, "")
+	c.offer(queue, id)
 }

@@ -2,8 +2,8 @@ package actors
 
 import (
 	"context"
-	"errors"
-	"slices"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,220 +12,103 @@ import (
 	"github.com/queengo/queengo"
 )
 
-const (
-	// roundMax caps the pops one pipelined claim round carries.
-	roundMax = 32
-	// fullScanEvery bounds how stale the ready set may get: at least this
-	// often a claim searches every partition of the queue, which also finds
-	// work the hints missed (another process's pushes, acks or expiries).
-	fullScanEvery = time.Second
-	// emptyRescan is the shortest gap between two full scans while the ready
-	// set says nothing is claimable; pops in between answer from the set.
-	emptyRescan = 200 * time.Millisecond
-	// scopeRefresh is how long a discovery scope trusts its list of queues.
-	scopeRefresh = time.Second
-	// candidatesMin and candidatesMax bound the sample of the ready set one
-	// claim searches.
-	candidatesMin = 4
-	candidatesMax = 64
-)
-
-// waiter is one pop from the moment it reaches its actor until it is
-// answered. The fields below reply are owned by the actor.
-type waiter struct {
-	req      *queengo.PopRequest
-	reply    chan popReply
-	leaseID  uuid.UUID
-	deadline time.Time // zero unless wait=true
-
-	key       string
-	inflight  bool
-	cancelled bool
-	answered  bool
-	holdUntil time.Time // minPopWaitTime: deliver what there is at this time
-	noHold    bool      // the queue was empty at the first look: never hold
-}
-
-type popReply struct {
-	res queengo.PopResult
-	err error
-}
-
-type cancelPop struct{ w *waiter }
-
-// wake tells an actor that something in its scope (queue) was pushed.
-type wake struct{ queue uuid.UUID }
-
-type tick struct{}
-
-type queueChanged struct{ deleted bool }
-
-// partitionFreed: a partition may be claimable again for group (every group
-// when empty).
-type partitionFreed struct {
-	partition uuid.UUID
-	group     string
-}
-
-// commitDone is the outcome of one shared commit.
-type commitDone struct {
-	segs []*segmentReady
-	dups [][]uuid.UUID
-	err  error
-}
-
-type queueLoaded struct {
-	q   queengo.Queue
-	err error
-}
-
-type roundDone struct {
-	ws     []*waiter
-	params []queengo.ClaimParams
-	res    []queengo.ClaimResult // a claim's own failure is in its Err
-	err    error                 // the whole round failed
-	errs   []error               // per waiter, when its partition lookup failed
-	parts  map[string]uuid.UUID  // partition ids the round looked up
-	scope  []uuid.UUID           // a refreshed discovery scope
-	since  uint64                // the actor's event number when it started
-}
-
-// keyState is the long-poll state shared by the parked pops of one (group,
-// partition) key: they would all see the same thing, so one of them re-checks
-// on the key's backoff schedule and the rest follow when it finds messages.
-type keyState struct {
-	waiters  []*waiter
-	empties  int
-	interval time.Duration
-	next     time.Time
-	// minDeadline is at or before the earliest deadline of the waiters, so
-	// the waiters are scanned only when one may have expired.
-	minDeadline time.Time
-}
-
-// readySet is the queue actor's belief about which partitions a group could
-// claim now. It is a hint: a claim verifies everything in SQL.
-// Each entry remembers the actor's event number of its last addition, so a
-// claim that started before a partition was (re)offered cannot erase that
-// offer when it comes back empty-handed.
-type readySet struct {
-	set      map[uuid.UUID]uint64
-	known    bool
-	lastFull time.Time
-}
-
-// offer marks pid ready as of event n.
-func (rs *readySet) offer(pid uuid.UUID, n uint64) { rs.set[pid] = n }
-
-// drop forgets pid unless it was offered after event since.
-func (rs *readySet) drop(pid uuid.UUID, since uint64) {
-	if n, ok := rs.set[pid]; ok && n <= since {
-		delete(rs.set, pid)
-	}
-}
-
-type leaseEvent struct {
-	at    time.Time
-	group string
-	pid   uuid.UUID
-}
-
-// queueActor supervises one queue (or, with scope set, one discovery scope):
-// its partition writers, its parked pops and their backoff, minPopWaitTime
-// holds and the ready set of partitions per consumer group.
+// queueActor supervises one queue: its partition writers and the commit
+// pacing of their segments (push), and its pops: claim rounds, the ready set
+// of partitions per consumer group, parked long polls and minPopWaitTime
+// holds (popScheduler). Its database work runs on goroutines of its own and
+// comes back as messages; it never blocks in Receive. Every field is only
+// used by the actor's goroutine.
 type queueActor struct {
-	b     *Broker
-	name  string
-	scope *scopeKey
+	d    *deps
+	h    *handle
+	name string
 
-	q       *queengo.Queue
+	q       *queengo.Queue // nil until loaded, and after queueChanged
 	loading bool
-	writers map[string]*actor.PID
-	parts   map[string]uuid.UUID
+	parts   map[string]uuid.UUID // partition ids of the single-partition route
 
-	scopeIDs []uuid.UUID
-	scopeAt  time.Time
+	writers map[string]*partitionWriter
+	pacer   commitPacer
 
-	segs    []*segmentReady
-	commits int
+	pops    popScheduler
+	ready   readySets
+	expired []string // scratch for tick
 
-	pending  []*waiter
-	keys     map[string]*keyState
-	held     []*waiter
-	ready    map[string]*readySet
-	leases   []leaseEvent
-	inflight int
-	closing  bool
-	events   uint64 // numbers ready-set offers
-
-	timer   *time.Timer
-	timerAt time.Time
+	retired  bool // passivated: the registry stops it
+	failedOn any  // the message Receive panicked on
 }
 
-func newQueueActor(b *Broker, name string) *queueActor {
-	return &queueActor{b: b, name: name, writers: map[string]*actor.PID{}, parts: map[string]uuid.UUID{},
-		keys: map[string]*keyState{}, ready: map[string]*readySet{}}
-}
-
-func newScopeActor(b *Broker, k scopeKey) *queueActor {
-	a := newQueueActor(b, "")
-	a.scope = &k
-	return a
+func newQueueActor(d *deps, h *handle, name string) *queueActor {
+	return &queueActor{d: d, h: h, name: name, parts: map[string]uuid.UUID{},
+		writers: map[string]*partitionWriter{}, pacer: commitPacer{max: d.commitsInFlight},
+		pops: newPopScheduler(d), ready: newReadySets()}
 }
 
 func (a *queueActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *appendReq:
-		pid, ok := a.writers[m.partition]
-		if !ok {
-			name := m.partition
-			pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-				return &writer{b: a.b, queue: a.name, name: name}
-			}))
-			a.writers[m.partition] = pid
+	msg := ctx.Message()
+	defer func() {
+		if r := recover(); r != nil {
+			a.failedOn = msg
+			a.d.log.Error("queue actor failed", "queue", a.name, "message", fmt.Sprintf("%T", msg), "panic", r,
+				"stack", string(debug.Stack()))
+			panic(r) // the registry decides (registry.HandleFailure)
 		}
-		ctx.Send(pid, m)
+	}()
+	switch m := msg.(type) {
+	case *appendReq:
+		a.h.received++
+		w := a.writers[m.partition]
+		if w == nil {
+			w = &partitionWriter{name: m.partition}
+			a.writers[m.partition] = w
+		}
+		w.pending = append(w.pending, m)
+		a.kick(ctx, w)
+		a.commit(ctx)
 		return
-	case *segmentReady:
-		a.segs = append(a.segs, m)
+	case *partitionReady:
+		if m.by != a {
+			return
+		}
+		if m.err != nil {
+			a.d.log.Error("creating partition failed", "queue", a.name, "partition", m.partition, "err", m.err)
+		}
+		w := a.writers[m.partition]
+		w.ready(m)
+		a.kick(ctx, w)
 		a.commit(ctx)
 		return
 	case *commitDone:
-		a.commits--
-		a.onCommitDone(ctx, m)
-		a.commit(ctx)
-	case *waiter:
-		if a.closing {
-			m.reply <- popReply{}
+		if m.by != a {
 			return
 		}
-		a.pending = append(a.pending, m)
+		a.committed(ctx, m)
+	case *waiter:
+		a.h.received++
+		a.pops.add(m, a.d.clock.Now())
 	case *cancelPop:
-		a.cancel(m.w)
-	case *wake:
-		if a.scope != nil && !slices.Contains(a.scopeIDs, m.queue) {
-			a.scopeAt = time.Time{} // a queue new to the scope: look again
-		}
-		a.wakeAll()
+		a.pops.cancel(m.w)
 	case *partitionFreed:
-		for g, rs := range a.ready {
-			if m.group == "" || m.group == g {
-				a.events++
-				rs.offer(m.partition, a.events)
-			}
-		}
-		a.wakeAll()
+		a.ready.offer(m.partition, m.group)
+		a.pops.wake(a.d.clock.Now())
 		if m.group == "" && a.q != nil {
-			ctx.Send(a.b.registry, &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
+			ctx.Send(ctx.Parent(), &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
 		}
 	case *tick:
-		a.timerAt = time.Time{}
-		a.onTick()
+		a.pops.ticked()
+		a.tick()
 	case *queueLoaded:
+		if m.by != a {
+			return
+		}
 		a.loading = false
 		if m.err != nil {
-			a.b.log.Error("loading queue failed", "queue", a.name, "err", m.err)
-			a.failPending(m.err)
+			a.d.log.Error("loading queue failed", "queue", a.name, "err", m.err)
+			for _, w := range a.pops.pending {
+				answer(w, popReply{err: m.err})
+			}
+			clear(a.pops.pending)
+			a.pops.pending = a.pops.pending[:0]
 		} else {
 			q := m.q
 			a.q = &q
@@ -234,18 +117,25 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.q = nil
 		if m.deleted {
 			a.parts = map[string]uuid.UUID{}
-			a.ready = map[string]*readySet{}
-			for _, pid := range a.writers {
-				ctx.Send(pid, &resetPartition{})
+			a.ready.reset()
+			for _, w := range a.writers {
+				w.pid = uuid.Nil
 			}
 		}
-	case *roundDone:
-		a.inflight--
+	case *claimRound:
+		if !a.pops.finished(m) {
+			return
+		}
 		a.onRound(m)
 	case *releaseAll:
-		a.closing = true
-		a.releaseAll()
-		ctx.Respond(&released{})
+		a.pops.releaseAll()
+		ctx.Send(ctx.Parent(), &released{from: ctx.Self()})
+		return
+	case *checkIdle:
+		a.checkIdle(ctx)
+		return
+	case *actor.Restarting:
+		a.fail(errActorFailed)
 		return
 	default:
 		return
@@ -253,278 +143,147 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	a.run(ctx)
 }
 
-// concurrentCommitMin is the backlog of ready messages that justifies a
-// second commit while one is in flight. Below it, waiting for the commit in
-// flight makes the next one carry everything that arrived meanwhile, and
-// PostgreSQL's cost is mostly per commit: at batch=1 with 50 connections one
-// commit at a time gave 17k msg/s against 12k with two (docs/benchmarks.md);
-// at batch=100 a second commit adds about 10%.
-const concurrentCommitMin = 500
-
-// commit starts a commit of every segment the writers handed over, unless a
-// commit is in flight and the backlog is small, or enough are in flight.
-func (a *queueActor) commit(ctx actor.Context) {
-	if len(a.segs) == 0 || a.commits >= a.b.cfg.CommitsInFlight {
+// kick moves a writer on: it starts the lookup of its partition, or cuts its
+// pending pushes into a segment for the next commit.
+func (a *queueActor) kick(ctx actor.Context, w *partitionWriter) {
+	if w.needsPartition() {
+		w.ensuring = true
+		self, root, d, queue, name := ctx.Self(), ctx.ActorSystem().Root, a.d, a.name, w.name
+		go func() {
+			c, cancel := context.WithTimeout(context.Background(), d.timeout)
+			defer cancel()
+			r := &partitionReady{by: a, partition: name}
+			if r.q, r.err = d.store.EnsureQueue(c, queue); r.err == nil {
+				r.pid, r.err = d.store.EnsurePartition(c, r.q.ID, name)
+			}
+			root.Send(self, r)
+		}()
 		return
 	}
-	if a.commits > 0 {
-		n := 0
-		for _, s := range a.segs {
-			n += len(s.seg.Frames)
-		}
-		if n < concurrentCommitMin {
-			return
-		}
+	if w.cut() {
+		a.pacer.add(w)
 	}
-	batch := a.segs
-	a.segs = nil
-	a.commits++
+}
+
+// commit starts the commit of the ready segments when the pacer says so.
+func (a *queueActor) commit(ctx actor.Context) {
+	batch := a.pacer.next()
+	if batch == nil {
+		return
+	}
 	segs := make([]queengo.Segment, len(batch))
 	n := 0
-	for i, s := range batch {
-		segs[i] = s.seg
-		n += len(s.seg.Frames)
+	for i, w := range batch {
+		segs[i] = w.segment()
+		n += len(w.frames)
 	}
 	commitMessages.Update(float64(n))
-	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.b.cfg.RequestTimeout
+	self, root, d := ctx.Self(), ctx.ActorSystem().Root, a.d
 	go func() {
 		// The commit is shared by every pusher whose items ride in it; each
 		// of them stops waiting at its own deadline (Broker.Push).
-		c, cancel := context.WithTimeout(context.Background(), timeout)
+		c, cancel := context.WithTimeout(context.Background(), d.timeout)
 		defer cancel()
 		defer commitDuration.UpdateDuration(time.Now())
-		dups, err := store.Append(c, segs)
-		root.Send(self, &commitDone{segs: batch, dups: dups, err: err})
+		dups, err := d.store.Append(c, segs)
+		root.Send(self, &commitDone{by: a, writers: batch, dups: dups, err: err})
 	}()
 }
 
-// onCommitDone marks the written partitions ready and wakes the parked pops
-// in scope before any writer answers its pushers, so a pop that follows a
-// push's answer finds the partition ready.
-func (a *queueActor) onCommitDone(ctx actor.Context, m *commitDone) {
+// committed marks the written partitions ready and wakes the parked pops in
+// scope before the writers answer their pushers, so a pop that follows a
+// push's answer finds the partition ready; then the writers cut their next
+// segments, which the next commit carries.
+func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
+	a.pacer.done()
 	if m.err == nil {
-		q := m.segs[0].queue
+		q := m.writers[0].q
 		if a.q != nil && a.q.ID != q.ID {
 			a.q = nil // recreated by another process: reload
 		}
-		for _, s := range m.segs {
-			for _, rs := range a.ready {
-				a.events++
-				rs.offer(s.seg.Partition, a.events)
+		for _, w := range m.writers {
+			a.ready.offer(w.segPID, "")
+			if a.d.announce != nil {
+				a.d.announce(a.name, w.segPID)
 			}
-			a.b.announce(a.name, s.seg.Partition)
 		}
-		a.wakeAll()
-		ctx.Send(a.b.registry, &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
+		a.pops.wake(a.d.clock.Now())
+		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
-	for i, s := range m.segs {
-		d := &segmentDone{err: m.err}
+	for i, w := range m.writers {
+		var dups []uuid.UUID
 		if m.err == nil {
-			d.dups = m.dups[i]
+			dups = m.dups[i]
 		}
-		ctx.Send(s.writer, d)
+		if err := w.finish(dups, m.err); err != nil {
+			a.d.log.Error("segment write failed", "queue", a.name, "partition", w.name, "err", err)
+		}
+		a.kick(ctx, w)
 	}
+	a.commit(ctx)
 }
 
-// wakeAll resets every key's backoff and re-checks it now; held pops look
-// again whether their batch filled.
-func (a *queueActor) wakeAll() {
-	now := time.Now()
-	for _, k := range a.keys {
-		k.empties, k.interval, k.next = 0, a.b.cfg.Backoff.Initial, now
-	}
-	for _, w := range a.held {
-		a.pending = append(a.pending, w)
-	}
-	a.held = a.held[:0]
-	a.dispatchDue(now)
-}
-
-// dispatchDue answers parked pops past their deadline and sends one pop of
-// every key whose re-check is due to the next claim round.
-func (a *queueActor) dispatchDue(now time.Time) {
-	for key, k := range a.keys {
-		if !now.Before(k.minDeadline) {
-			live := k.waiters[:0]
-			k.minDeadline = time.Time{}
-			for _, w := range k.waiters {
-				if !w.cancelled && !now.Before(w.deadline) {
-					a.answer(w, popReply{})
-					continue
-				}
-				if !w.cancelled {
-					live = append(live, w)
-					if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
-						k.minDeadline = w.deadline
-					}
-				}
-			}
-			parked.Add(int64(len(live) - len(k.waiters)))
-			clear(k.waiters[len(live):])
-			k.waiters = live
-		}
-		if len(k.waiters) == 0 {
-			delete(a.keys, key)
-			continue
-		}
-		if !now.Before(k.next) {
-			// One pop re-checks for the whole key.
-			a.pending = append(a.pending, k.waiters[0])
-			k.waiters = k.waiters[1:]
-			parked.Add(-1)
-			a.backoff(k, now)
-		}
-	}
-}
-
-// run starts claim rounds for pending pops and re-arms the timer.
+// run starts claim rounds for the pending pops and re-arms the timer.
 func (a *queueActor) run(ctx actor.Context) {
-	if len(a.pending) > 0 && !a.ensureLoaded(ctx) {
-		a.armTimer(ctx)
+	if len(a.pops.pending) > 0 && !a.ensureLoaded(ctx) {
+		a.pops.arm(ctx, a.ready.next())
 		return
 	}
-	for len(a.pending) > 0 && a.inflight < a.b.cfg.ClaimsInFlight {
-		n := min(len(a.pending), roundMax)
-		ws := append([]*waiter(nil), a.pending[:n]...)
-		a.pending = append(a.pending[:0], a.pending[n:]...)
+	for ws := a.pops.take(); ws != nil; ws = a.pops.take() {
 		a.startRound(ctx, ws)
 	}
-	a.armTimer(ctx)
+	a.pops.arm(ctx, a.ready.next())
 }
 
 // ensureLoaded reports whether the queue row is known, and starts loading it
-// (creating it for a queue-scoped pop on an unknown queue) when it is not.
+// (creating it for a pop on an unknown queue) when it is not.
 func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
-	if a.scope != nil || a.q != nil {
+	if a.q != nil {
 		return true
 	}
 	if !a.loading {
 		a.loading = true
-		self, root, store, name, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.name, a.b.cfg.RequestTimeout
+		self, root, d, name := ctx.Self(), ctx.ActorSystem().Root, a.d, a.name
 		go func() {
-			c, cancel := context.WithTimeout(context.Background(), timeout)
+			c, cancel := context.WithTimeout(context.Background(), d.timeout)
 			defer cancel()
-			q, err := store.EnsureQueue(c, name)
-			root.Send(self, &queueLoaded{q: q, err: err})
+			q, err := d.store.EnsureQueue(c, name)
+			root.Send(self, &queueLoaded{by: a, q: q, err: err})
 		}()
 	}
 	return false
 }
 
-func (a *queueActor) failPending(err error) {
-	for _, w := range a.pending {
-		a.answer(w, popReply{err: err})
-	}
-	a.pending = a.pending[:0]
-}
-
+// startRound builds the claims of ws and runs them as one round; a pop the
+// ready set answers without a claim finds nothing at once.
 func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
-	now := time.Now()
-	var run []*waiter
-	var params []queengo.ClaimParams
+	now := a.d.clock.Now()
+	r := &claimRound{queue: a.q.ID, since: a.ready.since(),
+		hold: time.Duration(a.q.Options.MinPopWaitTime) * time.Millisecond}
 	for _, w := range ws {
 		if w.cancelled {
 			continue
 		}
-		p, skip := a.params(w, now)
+		p, skip := a.claim(w, now)
 		if skip {
-			a.onEmpty(w, now)
+			a.pops.empty(w, now)
 			continue
 		}
-		w.inflight = true
-		run = append(run, w)
-		params = append(params, p)
+		r.ws = append(r.ws, w)
+		r.params = append(r.params, p)
 	}
-	if len(run) == 0 {
+	if len(r.ws) == 0 {
 		return
 	}
-	a.inflight++
-	claimRoundPops.Update(float64(len(run)))
-	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, a.b.cfg.Store, a.b.cfg.RequestTimeout
-	var qid uuid.UUID
-	if a.q != nil {
-		qid = a.q.ID
-	}
-	scope, refresh := a.scope, a.scope != nil && now.Sub(a.scopeAt) > scopeRefresh
-	since := a.events
-	scopeIDs := a.scopeIDs
-	go func() {
-		// The request deadline bounds the round's statements, not the wait
-		// of a long poll, which is parked in the actor between rounds.
-		c, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		d := &roundDone{ws: run, params: params, since: since}
-		if refresh {
-			var qs []queengo.Queue
-			qs, err := store.QueuesInScope(c, scope.namespace, scope.task)
-			if d.err = err; err == nil {
-				d.scope = make([]uuid.UUID, 0, len(qs))
-				for _, q := range qs {
-					d.scope = append(d.scope, q.ID)
-				}
-				scopeIDs = d.scope
-			}
-		}
-		var todo []int
-		for i := range params {
-			p := &params[i]
-			switch {
-			case scope != nil:
-				p.QueueIDs = scopeIDs
-			case run[i].req.Partition != "" && p.Partition == uuid.Nil:
-				pid, err := store.LookupPartition(c, qid, run[i].req.Partition)
-				if err != nil {
-					if !errors.Is(err, queengo.ErrNotFound) {
-						// This pop's failure only: the others claim.
-						if d.errs == nil {
-							d.errs = make([]error, len(params))
-						}
-						d.errs[i] = err
-					}
-					continue // no such partition yet: nothing to deliver
-				}
-				if d.parts == nil {
-					d.parts = map[string]uuid.UUID{}
-				}
-				d.parts[run[i].req.Partition] = pid
-				p.Partition, p.Candidates = pid, []uuid.UUID{pid}
-			}
-			if len(p.QueueIDs) > 0 {
-				todo = append(todo, i)
-			}
-		}
-		d.res = make([]queengo.ClaimResult, len(params))
-		if d.err == nil && len(todo) > 0 {
-			batch := make([]queengo.ClaimParams, len(todo))
-			for k, i := range todo {
-				batch[k] = params[i]
-			}
-			var res []queengo.ClaimResult
-			start := time.Now()
-			res, d.err = store.Claim(c, batch)
-			claimDuration.UpdateDuration(start)
-			if d.err == nil {
-				for k, i := range todo {
-					d.res[i] = res[k]
-				}
-			}
-		}
-		root.Send(self, d)
-	}()
+	a.pops.started(r)
+	r.start(ctx, a.d)
 }
 
-// params builds the claim of one pop. skip reports that the ready set says
+// claim builds the claim of one pop. skip reports that the ready set says
 // nothing is claimable and a full scan ran too recently to repeat.
-func (a *queueActor) params(w *waiter, now time.Time) (queengo.ClaimParams, bool) {
+func (a *queueActor) claim(w *waiter, now time.Time) (queengo.ClaimParams, bool) {
 	r := w.req
-	p := queengo.ClaimParams{Group: r.Group, Batch: r.Batch, MaxParts: r.Partitions, LeaseSeconds: r.LeaseSeconds,
-		AutoAck: r.AutoAck, LeaseID: w.leaseID, SubMode: r.SubMode, SubFrom: r.SubFrom, SubFromNow: r.SubFromNow}
-	if r.AutoAck {
-		p.LeaseID = uuid.Nil
-	}
-	if a.scope != nil {
-		return p, false
-	}
+	p := claimOf(w)
 	p.QueueIDs = []uuid.UUID{a.q.ID}
 	if r.Partition != "" {
 		p.MaxParts = 1
@@ -536,313 +295,123 @@ func (a *queueActor) params(w *waiter, now time.Time) (queengo.ClaimParams, bool
 	if a.holds(w) && !w.noHold && (w.holdUntil.IsZero() || now.Before(w.holdUntil)) {
 		p.Min = r.Batch
 	}
-	rs := a.ready[r.Group]
-	switch {
-	case rs == nil || !rs.known || now.Sub(rs.lastFull) > fullScanEvery:
-	case len(rs.set) == 0:
-		if now.Sub(rs.lastFull) < emptyRescan {
-			return p, true
-		}
-	default:
-		// A claim costs what it searches, so it gets only a sample of the
-		// ready set: enough partitions for its cap (or, uncapped, its
-		// budget), with slack for the ones concurrent pops take first. Map
-		// order is random, which spreads pops over the ready partitions.
-		need := r.Partitions
-		if need <= 0 {
-			need = r.Batch
-		}
-		k := min(len(rs.set), max(2*need, candidatesMin), candidatesMax)
-		p.Candidates = make([]uuid.UUID, 0, k)
-		for pid := range rs.set {
-			if len(p.Candidates) == k {
-				break
-			}
-			p.Candidates = append(p.Candidates, pid)
-		}
+	need := r.Partitions
+	if need <= 0 {
+		need = r.Batch
 	}
-	return p, false
+	cands, skip := a.ready.candidates(r.Group, need, now)
+	p.Candidates = cands
+	return p, skip
 }
 
-// holds reports whether minPopWaitTime applies to the pop: the queue-scoped
-// wildcard route, wait=true, batch > 1 and the option set.
+// holds reports whether minPopWaitTime applies to the pop: the wildcard
+// route, wait=true, batch > 1 and the option set.
 func (a *queueActor) holds(w *waiter) bool {
-	return a.scope == nil && a.q != nil && a.q.Options.MinPopWaitTime > 0 &&
-		w.req.Partition == "" && w.req.Wait && w.req.Batch > 1
+	return a.q.Options.MinPopWaitTime > 0 && w.req.Partition == "" && w.req.Wait && w.req.Batch > 1
 }
 
-func (a *queueActor) onRound(d *roundDone) {
-	now := time.Now()
-	if d.scope != nil {
-		a.scopeIDs, a.scopeAt = d.scope, now
-	}
-	for name, pid := range d.parts {
+// onRound answers, holds or parks the pops of a round that came back, and
+// updates the ready set with what the claims saw.
+func (a *queueActor) onRound(r *claimRound) {
+	now := a.d.clock.Now()
+	for name, pid := range r.parts {
 		a.parts[name] = pid
 	}
-	for i, w := range d.ws {
-		w.inflight = false
-		if err := d.failure(i); err != nil {
-			a.answer(w, popReply{err: err})
+	for i, w := range r.ws {
+		o := r.outcome(i)
+		if o == outcomeFailed {
+			answer(w, popReply{err: r.failure(i)})
 			continue
 		}
-		p, r := &d.params[i], &d.res[i]
-		a.learn(w, p, r, d.since, now)
+		p, res := &r.params[i], &r.res[i]
+		if w.req.Partition == "" {
+			a.ready.learn(p, res, r.since, now)
+		}
 		switch {
 		case w.cancelled:
 			// The client left; whatever was leased redelivers at expiry.
-		case len(r.Messages) > 0:
-			a.answer(w, popReply{res: queengo.PopResult{LeaseID: leaseText(p), Messages: r.Messages,
-				PartitionsClaimed: len(r.Spans)}})
+		case o == outcomeDelivered:
+			answer(w, popReply{res: r.delivered(i)})
 			// The claim left claimable partitions untaken: as many
 			// key-mates as there are of them look now.
-			if k := a.keys[w.key]; k != nil && len(r.Ready) > 0 {
-				a.pending = append(a.pending, a.unparkN(k, len(r.Ready))...)
+			if n := len(res.Ready); n > 0 {
+				a.pops.pending = a.pops.lot.releaseN(w.key, n, a.pops.pending)
 			}
-		case p.Min > 0 && r.Taken > 0:
+		case o == outcomeHeld:
 			if w.holdUntil.IsZero() {
-				w.holdUntil = now.Add(time.Duration(a.q.Options.MinPopWaitTime) * time.Millisecond)
+				w.holdUntil = now.Add(r.hold)
 				if w.holdUntil.After(w.deadline) {
 					w.holdUntil = w.deadline
 				}
 			}
-			a.held = append(a.held, w)
+			a.pops.lot.hold(w)
 		default:
 			if p.Min > 0 {
 				w.noHold = true
 			}
-			a.onEmpty(w, now)
+			a.pops.empty(w, now)
 		}
 	}
 }
 
-// failure is the error the round's i-th pop answers with, if any: the
-// round's (every pop shares it), or the pop's own (its partition lookup or its
-// claim failed), which leaves the other pops of the round alone.
-func (d *roundDone) failure(i int) error {
-	switch {
-	case d.err != nil:
-		return d.err
-	case d.errs != nil && d.errs[i] != nil:
-		return d.errs[i]
+// tick handles the timer: due re-checks and deadlines, ended holds, and
+// expired leases, whose group's wildcard pops look at once.
+func (a *queueActor) tick() {
+	now := a.d.clock.Now()
+	a.pops.due(now)
+	a.pops.pending = a.pops.lot.holdsDue(now, a.pops.pending)
+	a.expired = a.ready.expire(now, a.expired[:0])
+	for _, g := range a.expired {
+		a.pops.pending = a.pops.lot.release(g+"\x00", now, a.pops.pending)
 	}
-	return d.res[i].Err
 }
 
-func leaseText(p *queengo.ClaimParams) string {
-	if p.AutoAck {
-		return ""
-	}
-	return p.LeaseID.String()
-}
-
-// readyReportMax is the most untaken partitions a claim reports (queen.claim
-// LIMIT): a full scan that reports fewer saw everything claimable.
-const readyReportMax = 1000
-
-// learn updates the group's ready set from what a claim that started at
-// event since saw: partitions it leased are not ready until their lease ends,
-// the ones it reported claimable are, and the rest of what it searched is
-// not (unless offered again since the claim started).
-func (a *queueActor) learn(w *waiter, p *queengo.ClaimParams, r *queengo.ClaimResult, since uint64, now time.Time) {
-	if a.scope != nil || w.req.Partition != "" {
+// checkIdle passivates the actor when it holds nothing and received no
+// request since the previous check (registry.go).
+func (a *queueActor) checkIdle(ctx actor.Context) {
+	if a.retired {
 		return
 	}
-	rs := a.ready[p.Group]
-	if rs == nil {
-		rs = &readySet{set: map[uuid.UUID]uint64{}}
-		a.ready[p.Group] = rs
-	}
-	keep := make(map[uuid.UUID]bool, len(r.Ready)+len(r.Spans))
-	for _, pid := range r.Ready {
-		keep[pid] = true
-		a.events++
-		rs.offer(pid, a.events)
-	}
-	if p.Min == 0 || len(r.Messages) > 0 {
-		for _, s := range r.Spans {
-			keep[s.PartitionID] = true
-			if p.AutoAck {
-				// Committed, not leased: it may hold more.
-				a.events++
-				rs.offer(s.PartitionID, a.events)
-			} else {
-				rs.drop(s.PartitionID, since)
-				a.leases = append(a.leases, leaseEvent{at: now.Add(s.Lease), group: p.Group, pid: s.PartitionID})
-			}
-		}
-	}
-	searched := p.Candidates
-	if searched == nil {
-		for pid := range rs.set {
-			searched = append(searched, pid)
-		}
-		rs.known, rs.lastFull = len(r.Ready) < readyReportMax, now
-	}
-	for _, pid := range searched {
-		if !keep[pid] {
-			rs.drop(pid, since)
-		}
-	}
-}
-
-// onEmpty answers a pop that found nothing, or parks it under its key.
-func (a *queueActor) onEmpty(w *waiter, now time.Time) {
-	if !w.req.Wait || !now.Before(w.deadline) {
-		a.answer(w, popReply{})
+	if a.idle() && a.h.received == a.h.seen && a.h.retire() {
+		a.retired = true
+		a.pops.stop()
+		ctx.Send(ctx.Parent(), &retired{h: a.h, queue: a.name})
 		return
 	}
-	if w.key == "" {
-		w.key = w.req.Group + "\x00" + w.req.Partition
-	}
-	k := a.keys[w.key]
-	if k == nil {
-		k = &keyState{interval: a.b.cfg.Backoff.Initial}
-		a.keys[w.key] = k
-	}
-	if k.next.Before(now) {
-		a.backoff(k, now)
-	}
-	k.waiters = append(k.waiters, w)
-	if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
-		k.minDeadline = w.deadline
-	}
-	parked.Add(1)
+	a.h.seen = a.h.received
+	a.d.signals.idle()
 }
 
-// backoff schedules the key's next re-check after an empty one.
-func (a *queueActor) backoff(k *keyState, now time.Time) {
-	bo := a.b.cfg.Backoff
-	k.empties++
-	if k.empties > bo.Threshold {
-		k.interval = time.Duration(float64(k.interval) * bo.Multiplier)
-		if k.interval > bo.Max {
-			k.interval = bo.Max
+func (a *queueActor) idle() bool {
+	if a.loading || !a.pops.idle() || !a.pacer.idle() {
+		return false
+	}
+	for _, w := range a.writers {
+		if !w.idle() {
+			return false
 		}
 	}
-	k.next = now.Add(k.interval)
+	return true
 }
 
-func (a *queueActor) onTick() {
-	now := time.Now()
-	a.dispatchDue(now)
-	held := a.held[:0]
-	for _, w := range a.held {
-		switch {
-		case w.cancelled:
-		case !now.Before(w.holdUntil):
-			a.pending = append(a.pending, w)
-		default:
-			held = append(held, w)
+// fail answers every request the actor holds with err before the registry
+// replaces it (registry.HandleFailure). It must not fail itself: the state
+// may be what broke.
+func (a *queueActor) fail(err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.d.log.Error("answering the requests of a failed queue actor failed", "queue", a.name, "panic", r)
 		}
+	}()
+	switch m := a.failedOn.(type) {
+	case *waiter:
+		answer(m, popReply{err: err})
+	case *appendReq:
+		failPushes([]*appendReq{m}, err)
 	}
-	a.held = held
-	leases := a.leases[:0]
-	for _, e := range a.leases {
-		if now.Before(e.at) {
-			leases = append(leases, e)
-			continue
-		}
-		if rs := a.ready[e.group]; rs != nil {
-			a.events++
-			rs.offer(e.pid, a.events)
-		}
-		if k := a.keys[e.group+"\x00"]; k != nil {
-			k.next = now
-			a.pending = append(a.pending, a.unpark(k)...)
-		}
+	a.pops.failAll(err)
+	for _, w := range a.writers {
+		w.failAll(err)
 	}
-	a.leases = leases
-}
-
-// unpark takes every parked pop of the key out of the park.
-func (a *queueActor) unpark(k *keyState) []*waiter {
-	ws := k.waiters
-	k.waiters = nil
-	parked.Add(-int64(len(ws)))
-	return ws
-}
-
-// unparkN takes up to n of the key's parked pops, oldest first.
-func (a *queueActor) unparkN(k *keyState, n int) []*waiter {
-	n = min(n, len(k.waiters))
-	ws := append([]*waiter(nil), k.waiters[:n]...)
-	k.waiters = append(k.waiters[:0], k.waiters[n:]...)
-	parked.Add(-int64(n))
-	return ws
-}
-
-func (a *queueActor) cancel(w *waiter) {
-	w.cancelled = true
-	if k := a.keys[w.key]; k != nil {
-		for i, x := range k.waiters {
-			if x == w {
-				k.waiters = append(k.waiters[:i], k.waiters[i+1:]...)
-				parked.Add(-1)
-				break
-			}
-		}
-	}
-}
-
-func (a *queueActor) answer(w *waiter, r popReply) {
-	if w.answered || w.cancelled {
-		return
-	}
-	w.answered = true
-	w.reply <- r
-}
-
-func (a *queueActor) releaseAll() {
-	for _, w := range a.pending {
-		a.answer(w, popReply{})
-	}
-	a.pending = nil
-	for _, k := range a.keys {
-		for _, w := range a.unpark(k) {
-			a.answer(w, popReply{})
-		}
-	}
-	a.keys = map[string]*keyState{}
-	for _, w := range a.held {
-		a.answer(w, popReply{})
-	}
-	a.held = nil
-	if a.timer != nil {
-		a.timer.Stop()
-	}
-}
-
-// armTimer points the actor's single timer at its next event: a key's
-// re-check, a hold's end, a lease expiry or a parked pop's deadline.
-func (a *queueActor) armTimer(ctx actor.Context) {
-	var at time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (at.IsZero() || t.Before(at)) {
-			at = t
-		}
-	}
-	for _, k := range a.keys {
-		earliest(k.next)
-		earliest(k.minDeadline)
-	}
-	for _, w := range a.held {
-		earliest(w.holdUntil)
-	}
-	for _, e := range a.leases {
-		earliest(e.at)
-	}
-	if at.IsZero() || a.closing {
-		return
-	}
-	if !a.timerAt.IsZero() && !at.Before(a.timerAt) {
-		return
-	}
-	a.timerAt = at
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	d := time.Until(at)
-	if a.timer == nil {
-		a.timer = time.AfterFunc(d, func() { root.Send(self, &tick{}) })
-		return
-	}
-	a.timer.Reset(d)
+	a.d.signals.failed()
 }

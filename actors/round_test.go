@@ -152,3 +152,112 @@ func TestClaimRound_DeadlineBoundsTheClaimNotTheLongPoll(t *testing.T) {
 		t.Fatalf("pop with a hanging claim answered after %v with %v, want ErrTimeout after about %v", el, r.err, rt)
 	}
 }
+
+// roundOf builds a round of the given pops of one queue, as the queue
+// actor does: every claim has the queue, none knows its partition yet.
+func roundOf(queue uuid.UUID, reqs ...*queengo.PopRequest) *claimRound {
+	r := &claimRound{queue: queue}
+	for _, req := range reqs {
+		w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.New()}
+		p := claimOf(w)
+		p.QueueIDs = []uuid.UUID{queue}
+		r.ws, r.params = append(r.ws, w), append(r.params, p)
+	}
+	return r
+}
+
+// TestClaimRound_OneClaimCallForTheWholeRound: a round hands the store every
+// claim that has somewhere to look in one Claim call and gives each pop its
+// own result; a single-partition pop whose partition does not exist yet
+// finds nothing without a claim, and one whose lookup failed gets that
+// error, alone.
+func TestClaimRound_OneClaimCallForTheWholeRound(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		return deliverOwn(claims), nil
+	}
+	f.lookup = func(_ context.Context, name string) (uuid.UUID, error) {
+		switch name {
+		case "missing":
+			return uuid.Nil, queengo.ErrNotFound
+		case "broken":
+			return uuid.Nil, errors.New("lookup failed")
+		}
+		return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)), nil
+	}
+	q := uuid.New()
+	r := roundOf(q,
+		&queengo.PopRequest{Group: "g", Batch: 1},
+		&queengo.PopRequest{Group: "g", Batch: 1, Partition: "missing"},
+		&queengo.PopRequest{Group: "g", Batch: 1, Partition: "p1"},
+		&queengo.PopRequest{Group: "g", Batch: 1, Partition: "broken"},
+		&queengo.PopRequest{Group: "h", Batch: 1, AutoAck: true})
+	r.run(context.Background(), f)
+
+	if sizes := f.roundSizes(); len(sizes) != 1 || sizes[0] != 3 {
+		t.Fatalf("Claim calls of %v claims, want one of 3 (no claim for a missing or failed partition)", sizes)
+	}
+	want := []outcome{outcomeDelivered, outcomeEmpty, outcomeDelivered, outcomeFailed, outcomeDelivered}
+	for i, o := range want {
+		if got := r.outcome(i); got != o {
+			t.Fatalf("pop %d: outcome %d, want %d", i, got, o)
+		}
+	}
+	for _, i := range []int{0, 2} {
+		if got := r.delivered(i); got.Messages[0].TransactionID != r.ws[i].leaseID.String() || got.LeaseID != r.ws[i].leaseID.String() {
+			t.Fatalf("pop %d got %+v, want its own message under its lease", i, got)
+		}
+	}
+	if got := r.delivered(4); got.LeaseID != "" {
+		t.Fatalf("an autoAck pop's lease id %q, want empty", got.LeaseID)
+	}
+	if pid := r.parts["p1"]; pid != uuid.NewSHA1(uuid.NameSpaceOID, []byte("p1")) || r.params[2].Partition != pid {
+		t.Fatalf("looked-up partition %v, claim's %v", pid, r.params[2].Partition)
+	}
+}
+
+// TestClaimRound_ScopeLoadsItsQueuesFirst: a discovery round asked to load
+// its scope claims from the queues it loaded; a failed load fails the whole
+// round without a claim.
+func TestClaimRound_ScopeLoadsItsQueuesFirst(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	r := &claimRound{scope: &scopeKey{namespace: "ns"}}
+	w := &waiter{req: &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1}, leaseID: uuid.New()}
+	r.ws, r.params = []*waiter{w}, []queengo.ClaimParams{claimOf(w)}
+	r.run(context.Background(), f)
+	if len(r.loaded) != 1 || r.loaded[0] != f.queue.ID || len(r.params[0].QueueIDs) != 1 || r.params[0].QueueIDs[0] != f.queue.ID {
+		t.Fatalf("loaded %v, claimed from %v, want the scope's queue %v", r.loaded, r.params[0].QueueIDs, f.queue.ID)
+	}
+
+	broken := &scopeStore{fakeStore: newFakeStore(), err: errors.New("scope load failed")}
+	r = &claimRound{scope: &scopeKey{namespace: "ns"}, ws: r.ws, params: []queengo.ClaimParams{claimOf(w)}}
+	r.run(context.Background(), broken)
+	if r.outcome(0) != outcomeFailed || len(broken.roundSizes()) != 0 {
+		t.Fatalf("a failed scope load: outcome %d after %d claims, want failed without one", r.outcome(0), len(broken.roundSizes()))
+	}
+}
+
+// scopeStore fails QueuesInScope.
+type scopeStore struct {
+	*fakeStore
+	err error
+}
+
+func (s *scopeStore) QueuesInScope(context.Context, string, string) ([]queengo.Queue, error) {
+	return nil, s.err
+}
+
+// TestClaimRound_HeldOnlyUnderAMinimum: a claim with minPopWaitTime's
+// minimum that found fewer messages than it is held; without a minimum the
+// same answer is empty.
+func TestClaimRound_HeldOnlyUnderAMinimum(t *testing.T) {
+	t.Parallel()
+	r := roundOf(uuid.New(), &queengo.PopRequest{Group: "g", Batch: 10}, &queengo.PopRequest{Group: "g", Batch: 10})
+	r.params[0].Min = 10
+	r.res = []queengo.ClaimResult{{Taken: 3}, {Taken: 3}}
+	if r.outcome(0) != outcomeHeld || r.outcome(1) != outcomeEmpty {
+		t.Fatalf("outcomes %d and %d, want held and empty", r.outcome(0), r.outcome(1))
+	}
+}

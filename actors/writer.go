@@ -1,127 +1,69 @@
 package actors
 
 import (
-	"context"
 	"errors"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
 
-// appendReq is one push request's items for one partition.
-type appendReq struct {
-	partition string
-	idx       []int // positions in the push request
-	frames    []queengo.Frame
-	reply     chan<- pushDone
-}
-
-// pushDone answers an appendReq, item by item; err is set (and every item
-// failed) when the database was unavailable or timed out.
-type pushDone struct {
-	idx     []int
-	results []queengo.PushResult
-	err     error
-}
-
-// partitionReady carries the ids a writer looked up or created.
-type partitionReady struct {
-	q   queengo.Queue
-	pid uuid.UUID
-	err error
-}
-
-// segmentReady is a writer's coalesced segment, handed to its queue actor,
-// which commits the segments of several partitions together.
-type segmentReady struct {
-	writer *actor.PID
-	queue  queengo.Queue
-	seg    queengo.Segment
-}
-
-// segmentDone is the outcome of a segmentReady's commit.
-type segmentDone struct {
-	dups []uuid.UUID
-	err  error
-}
-
-// resetPartition drops the writer's cached ids after its queue was deleted.
-type resetPartition struct{}
-
-// writer is a partition writer: every push that arrives while the previous
-// segment of its partition is being committed is coalesced into the next
-// segment (group commit in the broker). It keeps one segment in flight, so a
-// partition's segments commit in order.
-type writer struct {
-	b        *Broker
-	queue    string
+// partitionWriter coalesces the pushes to one partition into segments (group
+// commit in the broker): every push that arrives while the partition's
+// previous segment is being committed joins the next one. It keeps one
+// segment in flight, so a partition's segments commit in order.
+//
+// It is not an actor: its queue actor owns it and calls it on its own
+// goroutine, because the queue actor commits the cut segments of all its
+// partitions together anyway (commitPacer), and a writer actor only added
+// three mailbox hops to every segment.
+type partitionWriter struct {
 	name     string
-	q        queengo.Queue
-	pid      uuid.UUID
-	ensuring bool
-	pending  []*appendReq
+	q        queengo.Queue // the queue row, as the partition lookup found it
+	pid      uuid.UUID     // uuid.Nil until looked up, and after a failed commit
+	ensuring bool          // a lookup of the partition is running
+	pending  []*appendReq  // the pushes for the next segment
 
-	// The segment being committed.
+	// The segment cut for commit; reqs is nil when there is none.
 	reqs    []*appendReq
+	segPID  uuid.UUID // the partition it goes to: pid when it was cut
 	frames  []queengo.Frame
 	owner   []int // per item: index into frames, or -1-j for a duplicate of frames[j]
-	retried bool
+	retried bool  // the segment is on its second try after ErrNotFound
 }
 
-func (w *writer) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *appendReq:
-		w.pending = append(w.pending, m)
-	case *partitionReady:
-		w.ensuring = false
-		if m.err != nil {
-			w.b.log.Error("creating partition failed", "queue", w.queue, "partition", w.name, "err", m.err)
-			reqs := w.pending
-			w.pending = nil
-			w.fail(reqs, m.err)
-			return
-		}
-		w.q, w.pid = m.q, m.pid
-	case *segmentDone:
-		w.finish(m)
-	case *resetPartition:
-		w.pid = uuid.Nil
-	default:
-		return
-	}
-	w.kick(ctx)
+// needsPartition reports whether pushes wait for the partition's id, which
+// no running lookup will bring: the caller starts one and calls ready.
+func (w *partitionWriter) needsPartition() bool {
+	return w.pid == uuid.Nil && !w.ensuring && w.reqs == nil && len(w.pending) > 0
 }
 
-// kick hands the pending pushes to the queue actor as one segment, unless a
-// segment is already in flight.
-func (w *writer) kick(ctx actor.Context) {
-	if w.reqs != nil || w.ensuring || len(w.pending) == 0 {
+// ready records the outcome of the partition lookup; on failure it fails the
+// pushes waiting for it.
+func (w *partitionWriter) ready(m *partitionReady) {
+	w.ensuring = false
+	if m.err != nil {
+		reqs := w.pending
+		w.pending = nil
+		failPushes(reqs, m.err)
 		return
 	}
-	if w.pid == uuid.Nil {
-		w.ensuring = true
-		self, root, store, queue, name := ctx.Self(), ctx.ActorSystem().Root, w.b.cfg.Store, w.queue, w.name
-		timeout := w.b.cfg.RequestTimeout
-		go func() {
-			c, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			r := &partitionReady{}
-			if r.q, r.err = store.EnsureQueue(c, queue); r.err == nil {
-				r.pid, r.err = store.EnsurePartition(c, r.q.ID, name)
-			}
-			root.Send(self, r)
-		}()
-		return
+	w.q, w.pid = m.q, m.pid
+}
+
+// cut turns the pending pushes into the next segment, unless one is in
+// flight or the partition is not known yet, and reports whether it did.
+// Inside a segment the first occurrence of a transaction id wins; later ones
+// are duplicates of it.
+func (w *partitionWriter) cut() bool {
+	if w.reqs != nil || w.ensuring || w.pid == uuid.Nil || len(w.pending) == 0 {
+		return false
 	}
-	w.reqs, w.pending = w.pending, nil
+	w.reqs, w.pending, w.segPID = w.pending, nil, w.pid
 	n := 0
 	for _, r := range w.reqs {
 		n += len(r.frames)
 	}
-	// Dedupe inside the segment: the first occurrence of a transaction id
-	// wins, later ones are duplicates of it.
 	w.frames = make([]queengo.Frame, 0, n)
 	w.owner = make([]int, 0, n)
 	first := make(map[string]int, n)
@@ -137,27 +79,34 @@ func (w *writer) kick(ctx actor.Context) {
 			w.frames = append(w.frames, *f)
 		}
 	}
-	ctx.Send(ctx.Parent(), &segmentReady{writer: ctx.Self(), queue: w.q,
-		seg: queengo.Segment{Partition: w.pid, Frames: w.frames}})
+	return true
 }
 
-func (w *writer) finish(d *segmentDone) {
+// segment is the cut segment, as the store appends it.
+func (w *partitionWriter) segment() queengo.Segment {
+	return queengo.Segment{Partition: w.segPID, Frames: w.frames}
+}
+
+// finish answers the pushers of the committed segment, item by item, from
+// the commit's outcome (dups: per frame, the id of the message it
+// duplicates, uuid.Nil, or queengo.QueueFullMark for a frame maxSize
+// refused; Store.Append). A segment whose partition vanished (its queue
+// was deleted, maybe by another process) goes back to pending once, to be
+// written to the recreated partition. It returns the error the pushers were
+// failed with, if any.
+func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
 	reqs := w.reqs
 	w.reqs = nil
-	if errors.Is(d.err, queengo.ErrNotFound) && !w.retried {
-		// The partition vanished under us (its queue was deleted, maybe by
-		// another process): recreate it once, as a push to an unknown queue
-		// does.
+	if errors.Is(err, queengo.ErrNotFound) && !w.retried {
 		w.retried, w.pid = true, uuid.Nil
 		w.pending = append(reqs, w.pending...)
-		return
+		return nil
 	}
 	w.retried = false
-	if d.err != nil {
+	if err != nil {
 		w.pid = uuid.Nil
-		w.b.log.Error("segment write failed", "queue", w.queue, "partition", w.name, "err", d.err)
-		w.fail(reqs, d.err)
-		return
+		failPushes(reqs, err)
+		return err
 	}
 	k := 0
 	for _, r := range reqs {
@@ -165,36 +114,64 @@ func (w *writer) finish(d *segmentDone) {
 		for i := range r.frames {
 			f := &r.frames[i]
 			res := &out.results[i]
-			res.TransactionID, res.PartitionID, res.TraceID = f.TransactionID, w.pid, f.TraceID
+			res.TransactionID, res.PartitionID, res.TraceID = f.TransactionID, w.segPID, f.TraceID
 			o := w.owner[k]
 			k++
 			switch {
+			case o >= 0 && dups[o] == queengo.QueueFullMark, o < 0 && dups[-1-o] == queengo.QueueFullMark:
+				// maxSize: the queue was full (a later occurrence of a
+				// refused transaction id is refused with it).
+				res.Status, res.Err = queengo.PushFailed, queengo.ErrQueueFull
 			case o < 0:
 				j := -1 - o
 				res.Status, res.MessageID = queengo.PushDuplicate, w.frames[j].ID
-				if d.dups[j] != uuid.Nil {
-					res.MessageID = d.dups[j]
+				if dups[j] != uuid.Nil {
+					res.MessageID = dups[j]
 				}
-			case d.dups[o] != uuid.Nil:
-				res.Status, res.MessageID = queengo.PushDuplicate, d.dups[o]
+			case dups[o] != uuid.Nil:
+				res.Status, res.MessageID = queengo.PushDuplicate, dups[o]
 			default:
 				res.Status, res.MessageID = queengo.PushQueued, f.ID
 			}
 		}
-		r.reply <- out
+		r.answer(out)
 	}
+	return nil
 }
 
-func (w *writer) fail(reqs []*appendReq, err error) {
+// failPushes answers reqs with err: per item when it is the operation's own
+// failure, as the request's error when the database is down or the actor
+// failed.
+func failPushes(reqs []*appendReq, err error) {
 	for _, r := range reqs {
 		out := pushDone{idx: r.idx, results: make([]queengo.PushResult, len(r.frames))}
-		if databaseDown(err) {
+		if databaseDown(err) || errors.Is(err, errActorFailed) {
 			out.err = err
 		}
 		for i := range r.frames {
 			out.results[i] = queengo.PushResult{Status: queengo.PushFailed, TransactionID: r.frames[i].TransactionID,
-				TraceID: r.frames[i].TraceID, Error: errText(err)}
+				TraceID: r.frames[i].TraceID, Err: err}
 		}
-		r.reply <- out
+		r.answer(out)
 	}
+}
+
+// failAll answers every push the writer holds with err: its queue actor
+// failed.
+func (w *partitionWriter) failAll(err error) {
+	failPushes(w.reqs, err)
+	failPushes(w.pending, err)
+	w.reqs, w.pending = nil, nil
+}
+
+// idle reports whether the writer holds no push.
+func (w *partitionWriter) idle() bool { return w.reqs == nil && len(w.pending) == 0 && !w.ensuring }
+
+// answer replies to the pusher once.
+func (r *appendReq) answer(d pushDone) {
+	if r.answered {
+		return
+	}
+	r.answered = true
+	r.reply <- d
 }

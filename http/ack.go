@@ -3,30 +3,12 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/queengo/queengo"
-)
-
-var (
-	errTxIDRequired      = apiError{fasthttp.StatusBadRequest, "transactionId is required"}
-	errPartitionRequired = apiError{fasthttp.StatusBadRequest, "partitionId is required to ensure message uniqueness"}
-	errPartitionUUID     = apiError{fasthttp.StatusBadRequest, "partitionId must be a UUID"}
-	errAcksRequired      = apiError{fasthttp.StatusBadRequest, "acknowledgments array is required"}
-	errBatchTxID         = apiError{fasthttp.StatusBadRequest, "Each acknowledgment must have a valid transactionId string"}
-	errBatchPartition    = apiError{fasthttp.StatusBadRequest, "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"}
-	errStatusString      = apiError{fasthttp.StatusBadRequest, "status must be a string"}
-	errLeaseString       = apiError{fasthttp.StatusBadRequest, "leaseId must be a string or null"}
-	errErrorString       = apiError{fasthttp.StatusBadRequest, "error must be a string or null"}
-	errGroupString       = apiError{fasthttp.StatusBadRequest, "consumerGroup must be a string or null"}
-	errSeconds           = apiError{fasthttp.StatusBadRequest, "seconds must be a positive integer"}
-	errOpsRequired       = apiError{fasthttp.StatusBadRequest, "operations array required"}
-	errOpsEmpty          = apiError{fasthttp.StatusBadRequest, "operations array cannot be empty"}
 )
 
 type rawAck struct {
@@ -141,8 +123,7 @@ func decodeBody(body []byte, v any) *apiError {
 		return &errEmptyBody
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		e := badRequest("Invalid JSON: " + err.Error())
-		return &e
+		return invalidJSON(err)
 	}
 	return nil
 }
@@ -267,8 +248,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 	if len(run) > 0 {
 		var err error
 		if res, err = s.broker.Ack(ctx, run); err != nil {
-			s.log.Error("ack failed", "err", err)
-			writeError(ctx, storeError(err))
+			s.writeFailure(ctx, failure(err), err)
 			return
 		}
 	}
@@ -276,7 +256,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 	buf = append(buf, '[')
 	k := 0
 	for i := range items {
-		r := queengo.AckResult{Error: "Invalid or expired lease"}
+		r := queengo.AckResult{Error: reasonLeaseInvalid}
 		if !badLease[i] {
 			r = res[k]
 			k++
@@ -320,7 +300,7 @@ func (s *Server) handleExtend(ctx *fasthttp.RequestCtx) {
 			Seconds json.RawMessage `json:"seconds"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(ctx, badRequest("Invalid JSON: "+err.Error()))
+			writeError(ctx, *invalidJSON(err))
 			return
 		}
 		if len(req.Seconds) > 0 && string(req.Seconds) != "null" {
@@ -334,9 +314,9 @@ func (s *Server) handleExtend(ctx *fasthttp.RequestCtx) {
 	}
 	var expires, reason string
 	if lease, err := uuid.Parse(leaseText); err != nil {
-		reason = "Lease not found"
-	} else if expires, reason, err = s.store.ExtendLease(ctx, lease, seconds); err != nil {
-		writeError(ctx, storeError(err))
+		reason = reasonLeaseNotFound
+	} else if expires, reason, err = s.broker.ExtendLease(ctx, lease, seconds); err != nil {
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 160), `[{"index":0,"leaseId":`...)
@@ -382,7 +362,7 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 			Type  *json.RawMessage   `json:"type"`
 			Items *[]json.RawMessage `json:"items"`
 		}{&op.Type, &op.Items}) != nil {
-			e := badRequest("operation " + strconv.Itoa(i) + " must be an object")
+			e := errOpObject(i)
 			return nil, &e
 		}
 		typ, _, _ := jsonString(op.Type)
@@ -397,13 +377,13 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 				return nil, e
 			}
 			if badLease {
-				e := apiError{fasthttp.StatusConflict, "ACK operation failed: Invalid or expired lease"}
+				e := errTxConflict(reasonLeaseInvalid)
 				return nil, &e
 			}
 			switch it.Status {
 			case "completed", "success", "failed", "retry", "dlq":
 			default:
-				e := badRequest("ACK operation failed: unknown status " + strconv.Quote(it.Status))
+				e := errOpStatus(it.Status)
 				return nil, &e
 			}
 			ops = append(ops, queengo.TxOp{Ack: &it})
@@ -431,7 +411,7 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 				ops = append(ops, queengo.TxOp{Push: &p})
 			}
 		default:
-			e := badRequest("Unknown operation type: " + typ)
+			e := errOpType(typ)
 			return nil, &e
 		}
 	}
@@ -447,16 +427,9 @@ func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
 	}
 	res, err := s.broker.Transaction(ctx, ops)
 	if err != nil {
-		if errors.Is(err, queengo.ErrConflict) {
-			msg := err.Error()
-			if i := bytes.Index([]byte(msg), []byte("ACK operation failed")); i >= 0 {
-				msg = msg[i:]
-			}
-			writeTxFailure(ctx, txID, apiError{fasthttp.StatusConflict, msg})
-			return
-		}
-		s.log.Error("transaction failed", "err", err)
-		writeTxFailure(ctx, txID, storeError(err))
+		e := failure(err)
+		s.logFailure(ctx, e, err)
+		writeTxFailure(ctx, txID, e)
 		return
 	}
 	buf := append(make([]byte, 0, 128+160*len(ops)), `{"transactionId":`...)
@@ -493,7 +466,10 @@ func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, buf)
 }
 
+// writeTxFailure answers e in the envelope of the transaction route and
+// counts it.
 func writeTxFailure(ctx *fasthttp.RequestCtx, txID string, e apiError) {
+	countError(e)
 	buf := append(make([]byte, 0, 128), `{"transactionId":`...)
 	buf = appendString(buf, txID)
 	buf = append(buf, `,"success":false,"error":`...)

@@ -14,7 +14,7 @@ const healthTimeout = 2 * time.Second
 
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(ctx, healthTimeout)
-	err := s.store.Ping(c)
+	err := s.broker.Health(c)
 	cancel()
 	status, db, code := "healthy", "connected", fasthttp.StatusOK
 	if err != nil {
@@ -36,12 +36,11 @@ func (s *Server) handleDeleteQueue(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, *e)
 		return
 	}
-	existed, err := s.store.DeleteQueue(ctx, name)
+	existed, err := s.broker.DeleteQueue(ctx, name)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
-	s.broker.QueueChanged(name, true)
 	buf := append(make([]byte, 0, 96), `{"deleted":true,"queue":`...)
 	buf = appendString(buf, name)
 	buf = append(buf, `,"existed":`...)
@@ -63,13 +62,13 @@ func (s *Server) writePopMaintenance(ctx *fasthttp.RequestCtx, on bool) {
 	writeJSON(ctx, fasthttp.StatusOK, buf)
 }
 
+// handleGetPopMaintenance reports the switch as stored; it changes nothing.
 func (s *Server) handleGetPopMaintenance(ctx *fasthttp.RequestCtx) {
-	on, err := s.store.PopMaintenance(ctx)
+	on, err := s.broker.PopMaintenance(ctx)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
-	s.broker.SetPopMaintenanceLocal(on)
 	s.writePopMaintenance(ctx, on)
 }
 
@@ -86,10 +85,9 @@ func (s *Server) handleSetPopMaintenance(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, errEnabledRequired)
 		return
 	}
-	if err := s.store.SetPopMaintenance(ctx, *req.Enabled); err != nil {
-		writeError(ctx, storeError(err))
+	if err := s.broker.SetPopMaintenance(ctx, *req.Enabled); err != nil {
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
-	s.broker.SetPopMaintenanceLocal(*req.Enabled)
 	s.writePopMaintenance(ctx, *req.Enabled)
 }

@@ -26,8 +26,7 @@ func parseConfigure(body []byte) (name, namespace, task string, o queengo.QueueO
 	}
 	var raw rawConfigure
 	if err := json.Unmarshal(body, &raw); err != nil {
-		be := badRequest("Invalid JSON: " + err.Error())
-		return "", "", "", o, &be
+		return "", "", "", o, invalidJSON(err)
 	}
 	if e := textErrors(namedRaw{"queue", raw.Queue}, namedRaw{"namespace", raw.Namespace}, namedRaw{"task", raw.Task}); e != nil {
 		return "", "", "", o, e
@@ -76,14 +75,14 @@ func parseConfigure(body []byte) (name, namespace, task string, o queengo.QueueO
 		if p, ok := ints[k]; ok {
 			n, ok := jsonInt(v)
 			if !ok || (n < 0 && k != "priority") {
-				be := badRequest("options." + k + " must be a non-negative integer")
+				be := errOptionInt(k)
 				return "", "", "", o, &be
 			}
 			*p = n
 		} else if p, ok := bools[k]; ok {
 			b, ok := jsonBool(v)
 			if !ok {
-				be := badRequest("options." + k + " must be a boolean")
+				be := errOptionBool(k)
 				return "", "", "", o, &be
 			}
 			*p = b
@@ -128,13 +127,11 @@ func (s *Server) handleConfigure(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, *e)
 		return
 	}
-	q, pid, err := s.store.Configure(ctx, name, ns, task, opts)
+	q, pid, err := s.broker.Configure(ctx, name, ns, task, opts)
 	if err != nil {
-		s.log.Error("configure failed", "queue", name, "err", err)
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err, "queue", name)
 		return
 	}
-	s.broker.QueueChanged(name, false)
 	buf := append(make([]byte, 0, 640), `{"configured":true,"queueId":`...)
 	buf = appendUUID(buf, q.ID)
 	buf = append(buf, `,"partitionId":`...)

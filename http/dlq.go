@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math"
 	"time"
 
@@ -40,15 +39,15 @@ func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 		if v := string(args.Peek(p.key)); v != "" {
 			t, ok := parseTime(v)
 			if !ok {
-				writeError(ctx, badRequest(p.key+" must be an ISO-8601 time"))
+				writeError(ctx, errTimeParam(p.key))
 				return
 			}
 			*p.dst = &t
 		}
 	}
-	list, total, err := s.store.ListDeadLetters(ctx, f)
+	list, total, err := s.broker.ListDeadLetters(ctx, f)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 256+len(list)*384), `{"messages":[`...)
@@ -101,13 +100,11 @@ func pathUUID(ctx *fasthttp.RequestCtx, key string) (uuid.UUID, *apiError) {
 	v, _ := ctx.UserValue(key).(string)
 	id, err := uuid.Parse(v)
 	if err != nil {
-		e := badRequest(key + " must be a UUID")
+		e := errPathUUID(key)
 		return uuid.Nil, &e
 	}
 	return id, nil
 }
-
-var errDeadLetterNotFound = apiError{fasthttp.StatusNotFound, "dead letter not found"}
 
 func (s *Server) handleRequeueDLQ(ctx *fasthttp.RequestCtx) {
 	id, e := pathUUID(ctx, "id")
@@ -116,12 +113,8 @@ func (s *Server) handleRequeueDLQ(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	d, f, err := s.broker.RequeueDeadLetter(ctx, id)
-	if errors.Is(err, queengo.ErrNotFound) {
-		writeError(ctx, errDeadLetterNotFound)
-		return
-	}
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failureOf(err, errDeadLetterNotFound), err)
 		return
 	}
 	buf := append(make([]byte, 0, 256), `{"success":true,"requeued":true,"id":`...)
@@ -146,13 +139,8 @@ func (s *Server) handleDeleteDLQ(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, *e)
 		return
 	}
-	ok, err := s.store.DeleteDeadLetter(ctx, id)
-	if err != nil {
-		writeError(ctx, storeError(err))
-		return
-	}
-	if !ok {
-		writeError(ctx, errDeadLetterNotFound)
+	if err := s.broker.DeleteDeadLetter(ctx, id); err != nil {
+		s.writeFailure(ctx, failureOf(err, errDeadLetterNotFound), err)
 		return
 	}
 	buf := append(make([]byte, 0, 96), `{"success":true,"deleted":true,"id":`...)
@@ -175,13 +163,9 @@ func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, *e)
 		return
 	}
-	m, err := s.store.GetMessage(ctx, pid, txid)
-	if errors.Is(err, queengo.ErrNotFound) {
-		writeError(ctx, apiError{fasthttp.StatusNotFound, "Message not found"})
-		return
-	}
+	m, err := s.broker.GetMessage(ctx, pid, txid)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failureOf(err, errMessageNotFound), err)
 		return
 	}
 	status, retries, leaseExp := "pending", 0, ""
@@ -267,22 +251,22 @@ func (s *Server) handleSubscription(ctx *fasthttp.RequestCtx) {
 		TS json.RawMessage `json:"subscriptionTimestamp"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(ctx, badRequest("Invalid JSON: "+err.Error()))
+		writeError(ctx, *invalidJSON(err))
 		return
 	}
 	v, ok, isNull := jsonString(req.TS)
 	if isNull {
-		writeError(ctx, badRequest("Missing subscriptionTimestamp in request body"))
+		writeError(ctx, errSubscriptionTSNull)
 		return
 	}
 	t, parsed := parseTime(v)
 	if !ok || !parsed {
-		writeError(ctx, badRequest("subscriptionTimestamp must be an ISO-8601 time"))
+		writeError(ctx, errTimeParam("subscriptionTimestamp"))
 		return
 	}
-	n, err := s.store.SetSubscription(ctx, group, t)
+	n, err := s.broker.SetSubscription(ctx, group, t)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 160), `{"success":true,"consumerGroup":`...)

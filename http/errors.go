@@ -3,103 +3,269 @@ package http
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"github.com/queengo/queengo"
 )
 
-// apiError is one entry of the API error table: the status and the stable
-// message a client sees in {"error": "..."}.
+// apiError is one entry of the API error table: the status, a stable
+// snake_case code that names the entry in logs and in the counter
+// queengo_http_errors_total{code="..."}, and the message a client sees in
+// {"error": "..."}. A code never changes once released; several entries may
+// share a message and tell their causes apart by code only. Messages follow
+// the reference server where an SDK or a user may match on them.
+//
+// This file is the table: every answer that is an error is made here, from
+// the request's own mistakes and from the typed errors of the other layers
+// (see failure), which carry no wire text of their own.
 type apiError struct {
 	Status  int
+	Code    string
 	Message string
 }
 
-// The API error table. Messages follow the reference server where an SDK or
-// a user may match on them.
+// The request's own mistakes: 400, nothing done.
 var (
-	errEmptyBody        = apiError{fasthttp.StatusBadRequest, "Empty request body"}
-	errItemsRequired    = apiError{fasthttp.StatusBadRequest, "items array is required"}
-	errItemObject       = apiError{fasthttp.StatusBadRequest, "Each item must be an object"}
-	errQueueString      = apiError{fasthttp.StatusBadRequest, "Queue must be a string"}
-	errPartitionString  = apiError{fasthttp.StatusBadRequest, "Partition must be a string"}
-	errTxIDString       = apiError{fasthttp.StatusBadRequest, "TransactionId must be a string"}
-	errTxIDTooLong      = apiError{fasthttp.StatusBadRequest, "TransactionId must be at most 1024 bytes"}
-	errTraceIDString    = apiError{fasthttp.StatusBadRequest, "TraceId must be a string"}
-	errTraceIDUUID      = apiError{fasthttp.StatusBadRequest, "TraceId must be a UUID"}
-	errQueueRequired    = apiError{fasthttp.StatusBadRequest, "queue is required"}
-	errEnabledRequired  = apiError{fasthttp.StatusBadRequest, "enabled (boolean) is required"}
-	errNamespaceString  = apiError{fasthttp.StatusBadRequest, "namespace must be a string or null"}
-	errTaskString       = apiError{fasthttp.StatusBadRequest, "task must be a string or null"}
-	errPool             = apiError{fasthttp.StatusInternalServerError, "pool"}
-	errPopFailed        = apiError{fasthttp.StatusInternalServerError, "pop failed"}
-	errShuttingDown     = apiError{fasthttp.StatusServiceUnavailable, "broker is shutting down"}
-	errDatabase         = apiError{fasthttp.StatusInternalServerError, "database error"}
-	errDatabaseNoConn   = apiError{fasthttp.StatusServiceUnavailable, "database unavailable"}
-	errDatabaseTimedOut = apiError{fasthttp.StatusServiceUnavailable, "database timed out"}
-	errRouteNotFound    = apiError{fasthttp.StatusNotFound, "route not found"}
-	errMethodNotAllowed = apiError{fasthttp.StatusMethodNotAllowed, "method not allowed"}
-	errInternal         = apiError{fasthttp.StatusInternalServerError, "internal error"}
-
-	// The HTTP server's own errors, met before a request reaches a route.
-	errHeaderTooLarge = apiError{fasthttp.StatusRequestHeaderFieldsTooLarge, "request header too large"}
-	errRequestTimeout = apiError{fasthttp.StatusRequestTimeout, "request not received in time"}
-	errMalformed      = apiError{fasthttp.StatusBadRequest, "malformed HTTP request"}
+	errEmptyBody          = apiError{fasthttp.StatusBadRequest, "empty_body", "Empty request body"}
+	errItemsRequired      = apiError{fasthttp.StatusBadRequest, "items_required", "items array is required"}
+	errItemObject         = apiError{fasthttp.StatusBadRequest, "item_not_object", "Each item must be an object"}
+	errQueueString        = apiError{fasthttp.StatusBadRequest, "queue_not_string", "Queue must be a string"}
+	errPartitionString    = apiError{fasthttp.StatusBadRequest, "partition_not_string", "Partition must be a string"}
+	errTxIDString         = apiError{fasthttp.StatusBadRequest, "transaction_id_not_string", "TransactionId must be a string"}
+	errTxIDTooLong        = apiError{fasthttp.StatusBadRequest, "transaction_id_too_long", "TransactionId must be at most 1024 bytes"}
+	errTraceIDString      = apiError{fasthttp.StatusBadRequest, "trace_id_not_string", "TraceId must be a string"}
+	errTraceIDUUID        = apiError{fasthttp.StatusBadRequest, "trace_id_not_uuid", "TraceId must be a UUID"}
+	errQueueRequired      = apiError{fasthttp.StatusBadRequest, "queue_required", "queue is required"}
+	errEnabledRequired    = apiError{fasthttp.StatusBadRequest, "enabled_required", "enabled (boolean) is required"}
+	errNamespaceString    = apiError{fasthttp.StatusBadRequest, "namespace_not_string", "namespace must be a string or null"}
+	errTaskString         = apiError{fasthttp.StatusBadRequest, "task_not_string", "task must be a string or null"}
+	errScopeRequired      = apiError{fasthttp.StatusBadRequest, "scope_required", "namespace or task is required"}
+	errTxIDRequired       = apiError{fasthttp.StatusBadRequest, "transaction_id_required", "transactionId is required"}
+	errPartitionRequired  = apiError{fasthttp.StatusBadRequest, "partition_id_required", "partitionId is required to ensure message uniqueness"}
+	errPartitionUUID      = apiError{fasthttp.StatusBadRequest, "partition_id_not_uuid", "partitionId must be a UUID"}
+	errAcksRequired       = apiError{fasthttp.StatusBadRequest, "acknowledgments_required", "acknowledgments array is required"}
+	errBatchTxID          = apiError{fasthttp.StatusBadRequest, "batch_transaction_id_invalid", "Each acknowledgment must have a valid transactionId string"}
+	errBatchPartition     = apiError{fasthttp.StatusBadRequest, "batch_partition_id_invalid", "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"}
+	errStatusString       = apiError{fasthttp.StatusBadRequest, "status_not_string", "status must be a string"}
+	errLeaseString        = apiError{fasthttp.StatusBadRequest, "lease_id_not_string", "leaseId must be a string or null"}
+	errErrorString        = apiError{fasthttp.StatusBadRequest, "error_not_string", "error must be a string or null"}
+	errGroupString        = apiError{fasthttp.StatusBadRequest, "consumer_group_not_string", "consumerGroup must be a string or null"}
+	errSeconds            = apiError{fasthttp.StatusBadRequest, "seconds_invalid", "seconds must be a positive integer"}
+	errOpsRequired        = apiError{fasthttp.StatusBadRequest, "operations_required", "operations array required"}
+	errOpsEmpty           = apiError{fasthttp.StatusBadRequest, "operations_empty", "operations array cannot be empty"}
+	errSubscriptionTSNull = apiError{fasthttp.StatusBadRequest, "subscription_timestamp_required", "Missing subscriptionTimestamp in request body"}
 )
 
-// errBodyTooLarge names the limit a body passed.
-func errBodyTooLarge(limit int) apiError {
-	return apiError{fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", limit)}
+// The request's own mistakes whose message names a field, a parameter or a
+// value: 400, nothing done.
+
+// invalidJSON is a body that is not JSON, or has a string with no valid
+// UTF-8 form.
+func invalidJSON(err error) *apiError {
+	return &apiError{fasthttp.StatusBadRequest, "invalid_json", "Invalid JSON: " + err.Error()}
 }
 
-func errNotUTF8Field(field string) apiError { return badRequest(field + " must be valid UTF-8") }
+func errNotUTF8Field(field string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "text_not_utf8", field + " must be valid UTF-8"}
+}
 
 func errNULField(field string) apiError {
-	return badRequest(field + " must not contain NUL characters")
+	return apiError{fasthttp.StatusBadRequest, "text_has_nul", field + " must not contain NUL characters"}
 }
 
-func errNameEmpty(what string) apiError { return badRequest(what + " name must not be empty") }
+func errNameEmpty(what string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "name_empty", what + " name must not be empty"}
+}
 
 func errNameTooLong(what string) apiError {
-	return badRequest(fmt.Sprintf("%s name must be at most %d bytes", what, queengo.MaxNameLen))
+	return apiError{fasthttp.StatusBadRequest, "name_too_long", fmt.Sprintf("%s name must be at most %d bytes", what, queengo.MaxNameLen)}
 }
 
 func errNameControl(what string) apiError {
-	return badRequest(what + " name must not contain control characters")
+	return apiError{fasthttp.StatusBadRequest, "name_has_control", what + " name must not contain control characters"}
 }
 
 func errPathEncoding(key string) apiError {
-	return badRequest(key + " is not a valid percent-encoded path segment")
+	return apiError{fasthttp.StatusBadRequest, "path_not_encoded", key + " is not a valid percent-encoded path segment"}
+}
+
+func errPathUUID(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "path_not_uuid", key + " must be a UUID"}
 }
 
 // errIntParam names a query parameter that is not an integer in [lo, hi].
 func errIntParam(key string, lo, hi int) apiError {
+	msg := fmt.Sprintf("%s must be an integer between %d and %d", key, lo, hi)
 	if lo == noLowerBound {
-		return badRequest(fmt.Sprintf("%s must be an integer of at most %d", key, hi))
+		msg = fmt.Sprintf("%s must be an integer of at most %d", key, hi)
 	}
-	return badRequest(fmt.Sprintf("%s must be an integer between %d and %d", key, lo, hi))
+	return apiError{fasthttp.StatusBadRequest, "integer_param_invalid", msg}
 }
 
-// badRequest builds a 400 with a message of its own (names, option types).
-func badRequest(msg string) apiError { return apiError{fasthttp.StatusBadRequest, msg} }
+func errTimeParam(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "time_invalid", key + " must be an ISO-8601 time"}
+}
 
-// storeError maps a store or broker failure onto the table.
-func storeError(err error) apiError {
-	switch {
-	case errors.Is(err, queengo.ErrPool), errors.Is(err, queengo.ErrUnavailable):
-		return errDatabaseNoConn
-	case errors.Is(err, queengo.ErrTimeout):
-		return errDatabaseTimedOut
-	case errors.Is(err, queengo.ErrClosed):
-		return errShuttingDown
+func errOptionInt(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "option_not_integer", "options." + key + " must be a non-negative integer"}
+}
+
+func errOptionBool(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "option_not_boolean", "options." + key + " must be a boolean"}
+}
+
+func errOpObject(i int) apiError {
+	return apiError{fasthttp.StatusBadRequest, "operation_not_object", "operation " + strconv.Itoa(i) + " must be an object"}
+}
+
+func errOpType(typ string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "operation_type_unknown", "Unknown operation type: " + typ}
+}
+
+func errOpStatus(status string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "operation_status_unknown", "ACK operation failed: unknown status " + strconv.Quote(status)}
+}
+
+// The per-item failures http itself decides (the store reports its own in
+// AckResult.Error and ExtendLease's reason).
+const (
+	reasonLeaseInvalid  = "Invalid or expired lease" // a leaseId that is not a UUID
+	reasonLeaseNotFound = "Lease not found"          // a lease path that is not a UUID
+)
+
+// Resources a route addresses that do not exist.
+var (
+	errDeadLetterNotFound = apiError{fasthttp.StatusNotFound, "dead_letter_not_found", "dead letter not found"}
+	errMessageNotFound    = apiError{fasthttp.StatusNotFound, "message_not_found", "Message not found"}
+)
+
+// errTxConflict is a transaction whose ack did not hold (409, nothing
+// applied); reason is the ack's per-item failure.
+func errTxConflict(reason string) apiError {
+	if reason == "" {
+		reason = "Unknown error"
+	}
+	return apiError{fasthttp.StatusConflict, "transaction_conflict", "ACK operation failed: " + reason}
+}
+
+// The broker's failures, see failure and popFailure.
+var (
+	errPopNoConn           = apiError{fasthttp.StatusInternalServerError, "pop_no_connection", "pool"}
+	errPopFailed           = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
+	errClientGone          = apiError{fasthttp.StatusInternalServerError, "client_gone", "pop failed"}
+	errShuttingDown        = apiError{fasthttp.StatusServiceUnavailable, "shutting_down", "broker is shutting down"}
+	errDatabase            = apiError{fasthttp.StatusInternalServerError, "database_error", "database error"}
+	errRowMissing          = apiError{fasthttp.StatusInternalServerError, "row_missing", "database error"}
+	errDatabaseNoConn      = apiError{fasthttp.StatusServiceUnavailable, "database_no_connection", "database unavailable"}
+	errDatabaseUnavailable = apiError{fasthttp.StatusServiceUnavailable, "database_unavailable", "database unavailable"}
+	errDatabaseTimedOut    = apiError{fasthttp.StatusServiceUnavailable, "database_timeout", "database timed out"}
+	// A push item's answer, or a transaction's or requeue's when one of its
+	// writes has no room (nothing of it applied): the state of the queue,
+	// not the request, refuses it until its consumers catch up.
+	errQueueFull = apiError{fasthttp.StatusConflict, "queue_full", "queue is full: it holds maxSize unconsumed messages"}
+)
+
+// The router's and the HTTP server's own errors, met before a handler runs.
+var (
+	errRouteNotFound    = apiError{fasthttp.StatusNotFound, "route_not_found", "route not found"}
+	errMethodNotAllowed = apiError{fasthttp.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"}
+	errInternal         = apiError{fasthttp.StatusInternalServerError, "internal_error", "internal error"}
+	errHeaderTooLarge   = apiError{fasthttp.StatusRequestHeaderFieldsTooLarge, "header_too_large", "request header too large"}
+	errRequestTimeout   = apiError{fasthttp.StatusRequestTimeout, "request_timeout", "request not received in time"}
+	errMalformed        = apiError{fasthttp.StatusBadRequest, "malformed_request", "malformed HTTP request"}
+)
+
+// errBodyTooLarge names the limit a body passed.
+func errBodyTooLarge(limit int) apiError {
+	return apiError{fasthttp.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body too large (limit %d bytes)", limit)}
+}
+
+// typedErrors maps the errors of package queengo onto the table: the first
+// target err matches (errors.Is) decides. entry is the answer on every route
+// but the pops; pop is the answer on the pop routes, whose 500s
+// pop-routes.md fixes to "pool" and "pop failed". Every exported Err of
+// package queengo has a row (TestTypedErrorsCoverPackageQueengo).
+var typedErrors = []struct {
+	target     error
+	entry, pop apiError
+}{
+	{queengo.ErrCancelled, errClientGone, errClientGone},
+	{queengo.ErrClosed, errShuttingDown, errPopFailed},
+	{queengo.ErrPool, errDatabaseNoConn, errPopNoConn},
+	{queengo.ErrUnavailable, errDatabaseUnavailable, errPopFailed},
+	{queengo.ErrTimeout, errDatabaseTimedOut, errPopFailed},
+	// A row that vanished under a route that addresses none (a queue
+	// deleted during an ack); routes that address one answer its 404
+	// (failureOf).
+	{queengo.ErrNotFound, errRowMissing, errPopFailed},
+	{queengo.ErrConflict, errTxConflict(""), errPopFailed},
+	{queengo.ErrQueueFull, errQueueFull, errPopFailed},
+}
+
+// failure is the answer to err, a failure the broker reported, on every
+// route but the pops. An error of no known type is errDatabase.
+func failure(err error) apiError {
+	var c *queengo.ConflictError
+	if errors.As(err, &c) {
+		return errTxConflict(c.Reason)
+	}
+	for _, t := range typedErrors {
+		if errors.Is(err, t.target) {
+			return t.entry
+		}
 	}
 	return errDatabase
 }
 
+// failureOf is failure on a route that addresses one resource: an err
+// matching queengo.ErrNotFound is notFound, that resource's 404.
+func failureOf(err error, notFound apiError) apiError {
+	if errors.Is(err, queengo.ErrNotFound) {
+		return notFound
+	}
+	return failure(err)
+}
+
+// popFailure is the answer to a failed pop. An error of no known type is
+// errPopFailed.
+func popFailure(err error) apiError {
+	for _, t := range typedErrors {
+		if errors.Is(err, t.target) {
+			return t.pop
+		}
+	}
+	return errPopFailed
+}
+
+// countError counts an answered error by its code.
+func countError(e apiError) {
+	metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + e.Code + `"}`).Inc()
+}
+
+// writeError answers e as {"error": message} and counts it.
 func writeError(ctx *fasthttp.RequestCtx, e apiError) {
+	countError(e)
 	buf := append(make([]byte, 0, 64), `{"error":`...)
 	buf = appendString(buf, e.Message)
 	buf = append(buf, '}')
 	writeJSON(ctx, e.Status, buf)
+}
+
+// writeFailure answers e, the table's answer to err (a failure the broker
+// reported), and logs it with attrs (logFailure).
+func (s *Server) writeFailure(ctx *fasthttp.RequestCtx, e apiError, err error, attrs ...any) {
+	s.logFailure(ctx, e, err, attrs...)
+	writeError(ctx, e)
+}
+
+// logFailure logs err, a failure the broker reported, under the code of its
+// answer e when the fault is the server's (5xx; not a client that left).
+func (s *Server) logFailure(ctx *fasthttp.RequestCtx, e apiError, err error, attrs ...any) {
+	if e.Status < fasthttp.StatusInternalServerError || e == errClientGone {
+		return
+	}
+	s.log.Warn("request failed", append([]any{"path", string(ctx.Path()), "code", e.Code, "err", err}, attrs...)...)
 }

@@ -44,7 +44,7 @@ func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx) {
 	runtime.ReadMemStats(&ms)
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	total, idle, acquired := s.store.PoolStats()
+	total, idle, acquired := s.broker.PoolStats()
 	buf := append(make([]byte, 0, 512), `{"uptime":`...)
 	buf = appendFloat(buf, up)
 	buf = append(buf, `,"requests":{"total":`...)

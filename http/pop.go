@@ -1,7 +1,7 @@
 package http
 
 import (
-	"errors"
+	"context"
 	"strings"
 	"sync"
 	"syscall"
@@ -11,9 +11,6 @@ import (
 
 	"github.com/queengo/queengo"
 )
-
-// discoveryBody is the exact 400 of the discovery route without a scope.
-var discoveryBody = []byte(`{"success":false,"error":"namespace or task is required","messages":[]}`)
 
 // parsePop reads the query parameters shared by the three pop routes. Every
 // number must be an integer within its cap; leaseSeconds 0 or less means
@@ -109,7 +106,7 @@ func (s *Server) handlePopDiscovery(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if r.Namespace == "" && r.Task == "" {
-		writeJSON(ctx, fasthttp.StatusBadRequest, discoveryBody)
+		writeScopeRequired(ctx)
 		return
 	}
 	s.pop(ctx, r)
@@ -122,23 +119,20 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 		writeError(ctx, *e)
 		return
 	}
-	var cancel <-chan struct{}
+	// Not ctx: fasthttp cancels it when shutdown begins, and a pop whose
+	// claim is in flight must hear its outcome (else its messages wait out
+	// their lease). A parked pop ends when its client hangs up.
+	pctx := context.Background()
 	if r.Wait {
 		var unwatch func()
-		cancel, unwatch = s.watch.watch(ctx)
+		pctx, unwatch = s.watch.watch(ctx)
 		defer unwatch()
 	}
-	res, err := s.broker.Pop(r, cancel)
+	res, err := s.broker.Pop(pctx, r)
 	switch {
-	case err != nil && errors.Is(err, queengo.ErrPool):
-		popErrors.Inc()
-		writeError(ctx, errPool)
 	case err != nil:
 		popErrors.Inc()
-		if !errors.Is(err, queengo.ErrCancelled) {
-			s.log.Warn("pop failed", "queue", r.Queue, "err", err)
-		}
-		writeError(ctx, errPopFailed)
+		s.writeFailure(ctx, popFailure(err), err, "queue", r.Queue)
 	case len(res.Messages) == 0:
 		popEmpty.Inc()
 		writeNoContent(ctx)
@@ -149,6 +143,16 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 		setCORS(ctx)
 		ctx.SetBody(appendPopResponse(make([]byte, 0, 256+len(res.Messages)*256), r, &res))
 	}
+}
+
+// writeScopeRequired is the exact 400 of the discovery route without a scope
+// (pop-routes.md).
+func writeScopeRequired(ctx *fasthttp.RequestCtx) {
+	countError(errScopeRequired)
+	buf := append(make([]byte, 0, 80), `{"success":false,"error":`...)
+	buf = appendString(buf, errScopeRequired.Message)
+	buf = append(buf, `,"messages":[]}`...)
+	writeJSON(ctx, errScopeRequired.Status, buf)
 }
 
 // writeNoContent is the bare 204 of an empty pop: no body, no Content-Type.
@@ -223,26 +227,27 @@ type clientWatch struct {
 }
 
 type watched struct {
-	raw  syscall.RawConn
-	gone chan struct{}
+	raw    syscall.RawConn
+	hungUp context.CancelFunc
 }
 
-// watch registers the client of a parked pop; the returned channel closes
-// when it hangs up. Call the returned func when the pop is answered.
-func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (<-chan struct{}, func()) {
+// watch registers the client of a parked pop; the returned context ends when
+// it hangs up. Call the returned func when the pop is answered.
+func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	// The request is read; the read timeout's deadline would only make the
 	// peek below fail once it passed, hiding a hang-up for the rest of a
 	// long poll. The server sets a fresh deadline before the next request.
 	_ = ctx.Conn().SetReadDeadline(time.Time{})
 	sc, ok := ctx.Conn().(syscall.Conn)
 	if !ok {
-		return nil, func() {}
+		return context.Background(), func() {}
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return nil, func() {}
+		return context.Background(), func() {}
 	}
-	w := &watched{raw: raw, gone: make(chan struct{})}
+	pctx, cancel := context.WithCancel(context.Background())
+	w := &watched{raw: raw, hungUp: cancel}
 	cw.mu.Lock()
 	if !cw.started {
 		cw.started = true
@@ -252,10 +257,11 @@ func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (<-chan struct{}, func())
 	id := cw.next
 	cw.conns[id] = w
 	cw.mu.Unlock()
-	return w.gone, func() {
+	return pctx, func() {
 		cw.mu.Lock()
 		delete(cw.conns, id)
 		cw.mu.Unlock()
+		cancel()
 	}
 }
 
@@ -278,7 +284,7 @@ func (cw *clientWatch) loop() {
 		cw.mu.Unlock()
 		for i, w := range batch {
 			if hungUp(w.raw) {
-				close(w.gone)
+				w.hungUp()
 				cw.mu.Lock()
 				delete(cw.conns, ids[i])
 				cw.mu.Unlock()

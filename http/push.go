@@ -100,11 +100,6 @@ func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
 	return out, nil
 }
 
-func invalidJSON(err error) *apiError {
-	e := badRequest("Invalid JSON: " + err.Error())
-	return &e
-}
-
 // readItem reads the push item object at the cursor.
 func readItem(s *scanner) (itemFields, error) {
 	var f itemFields
@@ -297,7 +292,7 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 	// stored message would make the client retry into a duplicate).
 	results, err := s.broker.Push(context.WithoutCancel(ctx), items)
 	if err != nil {
-		writeError(ctx, storeError(err))
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	failed := 0
@@ -324,7 +319,7 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		if r.Status == queengo.PushFailed {
 			failed++
 			buf = append(buf, `,"error":`...)
-			buf = appendString(buf, r.Error)
+			buf = appendString(buf, failure(r.Err).Message)
 		} else {
 			buf = append(buf, `,"message_id":`...)
 			buf = appendUUID(buf, r.MessageID)

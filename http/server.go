@@ -1,8 +1,9 @@
 // Package http is the broker's HTTP face: the fasthttp router, request
-// parsing and validation, JSON encoding and status codes of the Queen MQ
-// protocol (shared/spec/api.md, pop-routes.md). Handlers hold no SQL: they
-// call the actor tree (package actors) and, for the few administrative
-// routes, a Store interface that package pg satisfies.
+// parsing and validation, JSON encoding, status codes and the one table of
+// error answers (errors.go) of the Queen MQ protocol (shared/spec/api.md,
+// pop-routes.md). Handlers hold no SQL and see no store: every operation goes
+// through the Broker (package actors), and every failure it reports is a
+// typed error that only this package turns into text.
 package http
 
 import (
@@ -19,31 +20,25 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Broker is the part of the actor tree the handlers use; *actors.Broker
-// satisfies it.
+// Broker is the handlers' only door into the domain; *actors.Broker
+// satisfies it. Every method is bounded by its context (Pop: see there) and
+// fails with the errors of package queengo, wrapped.
 type Broker interface {
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
-	Pop(req *queengo.PopRequest, cancel <-chan struct{}) (queengo.PopResult, error)
-	QueueChanged(name string, deleted bool)
-	SetPopMaintenanceLocal(on bool)
+	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
-	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
-}
-
-// Store is the part of the database layer the administrative handlers use;
-// *pg.Store satisfies it.
-type Store interface {
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
-	DeleteQueue(ctx context.Context, name string) (bool, error)
-	Ping(ctx context.Context) error
+	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
 	PopMaintenance(ctx context.Context) (bool, error)
 	SetPopMaintenance(ctx context.Context, on bool) error
-	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
 	ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]queengo.DeadLetter, int, error)
-	DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error)
+	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
+	DeleteDeadLetter(ctx context.Context, id uuid.UUID) error
 	GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error)
 	SetSubscription(ctx context.Context, group string, ts time.Time) (int, error)
+	Health(ctx context.Context) error
 	PoolStats() (total, idle, acquired int32)
 }
 
@@ -61,20 +56,22 @@ type Config struct {
 	// Version is reported by /health.
 	Version string
 	Logger  *slog.Logger
+	// Auth checks every route's access level (JWT_ENABLED); nil: off,
+	// every route is open.
+	Auth *Auth
 }
 
 // Server serves the API.
 type Server struct {
 	cfg    Config
 	broker Broker
-	store  Store
 	log    *slog.Logger
 	srv    *fasthttp.Server
 	watch  clientWatch
 }
 
 // New builds the server and its routes.
-func New(cfg Config, broker Broker, store Store) *Server {
+func New(cfg Config, broker Broker) *Server {
 	if cfg.MaxBodySize <= 0 {
 		cfg.MaxBodySize = 16 << 20
 	}
@@ -82,29 +79,13 @@ func New(cfg Config, broker Broker, store Store) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, broker: broker, store: store, log: log,
+	if cfg.Auth != nil {
+		broker = stamping{broker}
+	}
+	s := &Server{cfg: cfg, broker: broker, log: log,
 		watch: clientWatch{conns: map[uint64]*watched{}, stop: make(chan struct{})}}
 	r := router.New()
-	r.GET("/health", s.handleHealth)
-	r.GET("/metrics", s.handleMetrics)
-	r.GET("/metrics/prometheus", s.handlePrometheus)
-	r.POST("/api/v1/configure", s.handleConfigure)
-	r.POST("/api/v1/push", s.handlePush)
-	r.GET("/api/v1/pop", s.handlePopDiscovery)
-	r.GET("/api/v1/pop/queue/{queue}", s.handlePopQueue)
-	r.GET("/api/v1/pop/queue/{queue}/partition/{partition}", s.handlePopPartition)
-	r.POST("/api/v1/ack", s.handleAck)
-	r.POST("/api/v1/ack/batch", s.handleAckBatch)
-	r.POST("/api/v1/lease/{leaseId}/extend", s.handleExtend)
-	r.POST("/api/v1/transaction", s.handleTransaction)
-	r.GET("/api/v1/dlq", s.handleListDLQ)
-	r.POST("/api/v1/dlq/{id}/requeue", s.handleRequeueDLQ)
-	r.DELETE("/api/v1/dlq/{id}", s.handleDeleteDLQ)
-	r.GET("/api/v1/messages/{partitionId}/{transactionId}", s.handleGetMessage)
-	r.POST("/api/v1/consumer-groups/{group}/subscription", s.handleSubscription)
-	r.DELETE("/api/v1/resources/queues/{queue}", s.handleDeleteQueue)
-	r.GET("/api/v1/system/maintenance/pop", s.handleGetPopMaintenance)
-	r.POST("/api/v1/system/maintenance/pop", s.handleSetPopMaintenance)
+	s.register(r, s.routes())
 	r.GlobalOPTIONS = func(ctx *fasthttp.RequestCtx) {
 		setCORS(ctx)
 		ctx.Response.Header.Set("Access-Control-Max-Age", "86400")
@@ -120,6 +101,7 @@ func New(cfg Config, broker Broker, store Store) *Server {
 		log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
 		writeError(ctx, errInternal)
 	}
+	s.mustBeLeveled(r)
 	s.srv = &fasthttp.Server{
 		Handler:               r.Handler,
 		Name:                  "queengo",

@@ -14,7 +14,7 @@ import (
 
 // Transaction applies pushes and acks in one PostgreSQL transaction, all or
 // nothing (D7). A duplicate push is reported and does not abort it; an ack
-// that fails aborts it with an error wrapping queengo.ErrConflict.
+// that fails aborts it with an error wrapping a *queengo.ConflictError.
 func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {
 	out := make([]queengo.TxResult, len(ops))
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -94,11 +94,7 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 			for k, r := range res {
 				out[at[k]].Ack = r
 				if !r.Success {
-					msg := r.Error
-					if msg == "" {
-						msg = "Unknown status " + items[k].Status
-					}
-					return fmt.Errorf("%w: ACK operation failed: %s", queengo.ErrConflict, msg)
+					return &queengo.ConflictError{Op: at[k], Reason: r.Error}
 				}
 			}
 		}
@@ -171,7 +167,8 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 
 // RequeueDeadLetter pushes the dead letter's payload again to its partition
 // as a new message (new message id and transaction id) and removes the entry,
-// in one transaction. It returns the new message and where it went.
+// in one transaction. It returns the new message and where it went, or an
+// error wrapping queengo.ErrNotFound when there is no such dead letter.
 func (s *Store) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
 	var d queengo.DeadLetter
 	var nf queengo.Frame
@@ -198,18 +195,22 @@ RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group`, id).Scan(&
 	return d, nf, nil
 }
 
-// DeleteDeadLetter removes a dead letter; it reports whether it existed.
-func (s *Store) DeleteDeadLetter(ctx context.Context, id uuid.UUID) (bool, error) {
+// DeleteDeadLetter removes a dead letter, or fails with an error wrapping
+// queengo.ErrNotFound when there is none.
+func (s *Store) DeleteDeadLetter(ctx context.Context, id uuid.UUID) error {
 	var n int64
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		tag, err := c.Exec(ctx, `DELETE FROM queen.dead_letters WHERE id = $1`, id)
 		n = tag.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return false, fmt.Errorf("error deleting dead letter: %w", err)
+	if err == nil && n == 0 {
+		err = queengo.ErrNotFound
 	}
-	return n > 0, nil
+	if err != nil {
+		return fmt.Errorf("error deleting dead letter: %w", err)
+	}
+	return nil
 }
 
 // GetMessage returns the management view of one message (D10), or an error

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queengo/queengo"
+	qhttp "github.com/queengo/queengo/http"
 )
 
 // Defaults, named after the environment variables that override them.
@@ -71,6 +72,9 @@ type Config struct {
 	LogLevel    slog.Level
 	// PprofAddr, when set, serves net/http/pprof there (for benchmarks).
 	PprofAddr string
+	// Auth is the JWT authentication (JWT_* variables, cmd/queengo/auth.go);
+	// nil unless JWT_ENABLED is true.
+	Auth *qhttp.AuthConfig
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -122,6 +126,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.millis("HTTP_READ_TIMEOUT_MS", &c.ReadTimeout)
 	e.millis("DB_REQUEST_TIMEOUT_MS", &c.RequestTimeout)
 	c.PprofAddr = getenv("PPROF_ADDR")
+	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
 		if l, err := parseLevel(v); err != nil {
 			e.fail("LOG_LEVEL", v, logLevelWant)

@@ -73,12 +73,19 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	metrics.NewGauge(`queengo_db_pool_connections{state="idle"}`, func() float64 { _, i, _ := store.PoolStats(); return float64(i) })
 	metrics.NewGauge(`queengo_db_pool_connections{state="acquired"}`, func() float64 { _, _, a := store.PoolStats(); return float64(a) })
 
+	var auth *qhttp.Auth
+	if cfg.Auth != nil {
+		if auth, err = qhttp.NewAuth(*cfg.Auth, log); err != nil {
+			return err
+		}
+		defer auth.Close()
+	}
 	broker := actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
 	}, RequestTimeout: cfg.RequestTimeout})
-	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log},
-		broker, store)
+	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log, Auth: auth},
+		broker)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("error listening: %w", err)

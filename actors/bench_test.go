@@ -1,0 +1,62 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// BenchmarkPush measures the actor side of a one-item push (the Broker, the
+// queue actor, the partition writer, the commit pacing) against a store that
+// commits at once: what the tree costs per push, without PostgreSQL.
+func BenchmarkPush(b *testing.B) {
+	for _, parts := range []int{1, 10} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			br := New(Config{Store: newFakeStore(), RequestTimeout: 5 * time.Second})
+			defer br.Shutdown()
+			defer br.Close()
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					item := queengo.PushItem{Queue: "q", Partition: fmt.Sprintf("p%d", n%int64(parts)),
+						Frame: queengo.Frame{ID: uuid.New(), TransactionID: fmt.Sprint(n), Payload: []byte("1")}}
+					if _, err := br.Push(context.Background(), []queengo.PushItem{item}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkPop measures the actor side of a pop that gets one message: the
+// Broker, the queue actor, a claim round against a store that answers at
+// once, the ready set.
+func BenchmarkPop(b *testing.B) {
+	f := newFakeStore()
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		return deliverOwn(claims), nil
+	}
+	br := New(Config{Store: f, RequestTimeout: 5 * time.Second})
+	defer br.Shutdown()
+	defer br.Close()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := br.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1})
+			if err != nil || len(res.Messages) != 1 {
+				b.Errorf("pop: %+v %v", res, err)
+				return
+			}
+		}
+	})
+}

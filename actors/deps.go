@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+)
+
+const (
+	// maxParkedDefault caps the long polls one queue or scope actor keeps
+	// parked. A parked pop costs a few hundred bytes here and an open
+	// connection at the client, so 100k is far beyond any consumer fleet
+	// while keeping a runaway client from growing one actor without bound.
+	maxParkedDefault = 100_000
+	// idleAfterDefault is how long a queue or scope actor must have had
+	// nothing to do (nothing parked, nothing in flight, no request) before
+	// it is passivated. Respawning costs one queue lookup at the next pop,
+	// so minutes are plenty.
+	idleAfterDefault = 5 * time.Minute
+)
+
+var (
+	// errActorFailed answers every request an actor held when it failed (a
+	// panic); the actor is replaced at once and the next request is served
+	// by the fresh one. A push answered with it may have been stored
+	// anyway: sending it again with the same transaction ids stores each
+	// item once.
+	errActorFailed = errors.New("broker actor failed")
+	// errTooManyParked answers a long poll that found nothing when its
+	// actor already keeps deps.maxParked pops parked.
+	errTooManyParked = errors.New("too many parked pops")
+)
+
+// deps is what the actors need from outside the tree, handed to each as one
+// value instead of a pointer back to the Broker. It does not change after
+// the Broker starts.
+type deps struct {
+	store   Store
+	clock   clock
+	log     *slog.Logger
+	backoff Backoff
+	// timeout bounds each database call an actor makes (a commit, a claim
+	// round, a queue or partition lookup): Config.RequestTimeout.
+	timeout time.Duration
+	// claimsInFlight and commitsInFlight: Config.ClaimsInFlight and
+	// Config.CommitsInFlight.
+	claimsInFlight  int
+	commitsInFlight int
+	// maxParked caps the parked pops of one actor (maxParkedDefault).
+	maxParked int
+	// idleAfter is how often the registry asks its actors whether they are
+	// idle; one that was idle through a whole interval is passivated, so an
+	// idle actor lives between one and two intervals (idleAfterDefault).
+	idleAfter time.Duration
+	// announce tells other broker processes about a commit here; nil when
+	// no Notifier is configured.
+	announce func(queue string, partition uuid.UUID)
+	// props are added to the props of every queue and scope actor; tests
+	// use them to inject receiver middleware.
+	props []actor.PropsOption
+	// signals lets tests wait for events inside the tree; nil outside tests.
+	signals *testSignals
+}
+
+// clock is the time the actors see: the real one, or a fake in tests.
+type clock interface {
+	Now() time.Time
+	// AfterFunc calls f on its own goroutine once d has passed.
+	AfterFunc(d time.Duration, f func()) timer
+}
+
+// timer is what AfterFunc returns; *time.Timer is one.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+
+// testSignals are the points of the tree a test can wait for; a nil
+// *testSignals (outside tests) signals nothing.
+type testSignals struct {
+	idleChecked testSignal // an actor answered checkIdle and stays
+	passivated  testSignal // the registry forgot a passivated actor
+	restarted   testSignal // a failed actor answered what it held
+}
+
+// testSignal is one event a test can wait for; signalling an uninitialised
+// one (outside tests) does nothing.
+type testSignal struct{ ch chan struct{} }
+
+func (s *testSignal) init() { s.ch = make(chan struct{}, 64) }
+
+func (s *testSignals) idle() {
+	if s != nil {
+		s.idleChecked.signal()
+	}
+}
+
+func (s *testSignals) gone() {
+	if s != nil {
+		s.passivated.signal()
+	}
+}
+
+func (s *testSignals) failed() {
+	if s != nil {
+		s.restarted.signal()
+	}
+}
+
+func (s *testSignal) signal() {
+	if s.ch == nil {
+		return
+	}
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,102 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// The Broker is the HTTP layer's only way into the domain: next to Push, Pop,
+// Ack, Transaction and RequeueDeadLetter (broker.go), the methods below are
+// the rest of what a route needs. Each that writes tells the actors what
+// changed itself, so no caller has to remember to. Failures are the errors of
+// package queengo, wrapped; only package http turns them into text.
+
+// Configure replaces the options of a queue (a full replace), creating the
+// queue and its Default partition when they do not exist, and makes the
+// queue's actor reload them. It returns the stored queue and the id of its
+// Default partition.
+func (b *Broker) Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {
+	q, pid, err := b.cfg.Store.Configure(ctx, name, namespace, task, o)
+	if err != nil {
+		return q, pid, err
+	}
+	b.queueChanged(name, false)
+	return q, pid, nil
+}
+
+// DeleteQueue removes a queue and everything under it, and makes the queue's
+// actor drop what it cached of it (settings, partitions). It reports whether
+// the queue existed.
+func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, err error) {
+	existed, err = b.cfg.Store.DeleteQueue(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	b.queueChanged(name, true)
+	return existed, nil
+}
+
+// queueChanged tells the queue's actor that its row was created, replaced or
+// deleted by this process, so it reloads its settings.
+func (b *Broker) queueChanged(name string, deleted bool) {
+	b.system.Root.Send(b.queuePID(name), &queueChanged{deleted: deleted})
+}
+
+// ExtendLease extends every live span of the lease to at least now+seconds;
+// it never shortens one. It returns the earliest new expiry (RFC 3339,
+// milliseconds) or, when the lease is not live, an empty expiry and the
+// store's reason (a per-item result on the wire, not a failure).
+func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error) {
+	return b.cfg.Store.ExtendLease(ctx, lease, seconds)
+}
+
+// PopMaintenance reads the pop maintenance switch as stored, the state every
+// broker process on the database converges to within MaintenanceRefresh.
+func (b *Broker) PopMaintenance(ctx context.Context) (bool, error) {
+	return b.cfg.Store.PopMaintenance(ctx)
+}
+
+// SetPopMaintenance switches pop maintenance for every broker process on the
+// database; here it applies at once, elsewhere at their next refresh.
+func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
+	if err := b.cfg.Store.SetPopMaintenance(ctx, on); err != nil {
+		return err
+	}
+	b.popMaintenance.Store(on)
+	return nil
+}
+
+// ListDeadLetters returns one page of the dead letters f selects, newest
+// failure first, and how many match in all.
+func (b *Broker) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]queengo.DeadLetter, int, error) {
+	return b.cfg.Store.ListDeadLetters(ctx, f)
+}
+
+// DeleteDeadLetter removes a dead letter, or fails with an error wrapping
+// queengo.ErrNotFound when there is none. The offset stays resolved.
+func (b *Broker) DeleteDeadLetter(ctx context.Context, id uuid.UUID) error {
+	return b.cfg.Store.DeleteDeadLetter(ctx, id)
+}
+
+// GetMessage returns the management view of one message (D10), or an error
+// wrapping queengo.ErrNotFound.
+func (b *Broker) GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error) {
+	return b.cfg.Store.GetMessage(ctx, partition, txid)
+}
+
+// SetSubscription makes the group's durable subscription start at ts on
+// every queue it has a record or a cursor on (D6); it returns how many
+// records it wrote. Cursors that exist keep their position.
+func (b *Broker) SetSubscription(ctx context.Context, group string, ts time.Time) (int, error) {
+	return b.cfg.Store.SetSubscription(ctx, group, ts)
+}
+
+// Health reports whether the database answers a trivial statement.
+func (b *Broker) Health(ctx context.Context) error { return b.cfg.Store.Ping(ctx) }
+
+// PoolStats reports the database pool's (total, idle, acquired) connections.
+func (b *Broker) PoolStats() (total, idle, acquired int32) { return b.cfg.Store.PoolStats() }

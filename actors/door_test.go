@@ -1,0 +1,142 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// The rest of Store for the fake: the statements only the door methods run
+// (door.go), answered harmlessly.
+
+func (f *fakeStore) SetPopMaintenance(context.Context, bool) error { return nil }
+
+func (f *fakeStore) ExtendLease(context.Context, uuid.UUID, int) (string, string, error) {
+	return "", "Lease not found", nil
+}
+
+func (f *fakeStore) Configure(_ context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {
+	return queengo.Queue{ID: f.queue.ID, Name: name, Namespace: namespace, Task: task, Options: o}, uuid.New(), nil
+}
+
+func (f *fakeStore) DeleteQueue(context.Context, string) (bool, error) { return true, nil }
+
+func (f *fakeStore) ListDeadLetters(context.Context, queengo.DLQFilter) ([]queengo.DeadLetter, int, error) {
+	return nil, 0, nil
+}
+
+func (f *fakeStore) DeleteDeadLetter(context.Context, uuid.UUID) error { return queengo.ErrNotFound }
+
+func (f *fakeStore) GetMessage(context.Context, uuid.UUID, string) (queengo.MessageInfo, error) {
+	return queengo.MessageInfo{}, queengo.ErrNotFound
+}
+
+func (f *fakeStore) SetSubscription(context.Context, string, time.Time) (int, error) { return 0, nil }
+
+func (f *fakeStore) Ping(context.Context) error { return nil }
+
+func (f *fakeStore) PoolStats() (total, idle, acquired int32) { return 0, 0, 0 }
+
+// maintenanceStore is a fakeStore with a pop maintenance switch another
+// process could flip, counting the broker's reads of it.
+type maintenanceStore struct {
+	*fakeStore
+	on    atomic.Bool
+	reads atomic.Int32
+}
+
+func (m *maintenanceStore) PopMaintenance(context.Context) (bool, error) {
+	m.reads.Add(1)
+	return m.on.Load(), nil
+}
+
+func (m *maintenanceStore) SetPopMaintenance(_ context.Context, on bool) error {
+	m.on.Store(on)
+	return nil
+}
+
+// newMaintenanceBroker starts a broker that reads the switch once, at start,
+// and waits for that read, so the test alone decides the local flag.
+func newMaintenanceBroker(t *testing.T) (*Broker, *maintenanceStore) {
+	t.Helper()
+	m := &maintenanceStore{fakeStore: newFakeStore()}
+	b := newTestBroker(t, Config{Store: m, MaintenanceRefresh: time.Hour})
+	for deadline := time.Now().Add(5 * time.Second); m.reads.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker never read the pop maintenance switch")
+		}
+	}
+	return b, m
+}
+
+// popClaims pops once without waiting and reports whether the pop reached
+// the store (a claim round) rather than being answered by maintenance.
+func popClaims(t *testing.T, b *Broker, f *fakeStore) bool {
+	t.Helper()
+	before := len(f.roundSizes())
+	res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1})
+	if err != nil || len(res.Messages) != 0 {
+		t.Fatalf("pop: %d messages, %v; want an empty answer", len(res.Messages), err)
+	}
+	return len(f.roundSizes()) > before
+}
+
+// TestSetPopMaintenance_AppliesHereAtOnce (D11): a switch made through this
+// broker applies to its pops at once, not at the next refresh, both ways.
+func TestSetPopMaintenance_AppliesHereAtOnce(t *testing.T) {
+	t.Parallel()
+	b, m := newMaintenanceBroker(t)
+	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !m.on.Load() {
+		t.Fatal("the switch was not written to the store")
+	}
+	if popClaims(t, b, m.fakeStore) {
+		t.Fatal("a pop under maintenance ran a claim")
+	}
+	if err := b.SetPopMaintenance(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if !popClaims(t, b, m.fakeStore) {
+		t.Fatal("a pop after maintenance was switched off ran no claim")
+	}
+}
+
+// TestPopMaintenance_ReadChangesNothing: reading the switch (GET
+// /api/v1/system/maintenance/pop) reports the stored state and leaves this
+// broker's pops as they were until its own refresh.
+func TestPopMaintenance_ReadChangesNothing(t *testing.T) {
+	t.Parallel()
+	b, m := newMaintenanceBroker(t)
+	m.on.Store(true) // another broker process switched it on
+	on, err := b.PopMaintenance(context.Background())
+	if err != nil || !on {
+		t.Fatalf("PopMaintenance: %v, %v; want the stored true", on, err)
+	}
+	if !popClaims(t, b, m.fakeStore) {
+		t.Fatal("reading the switch turned maintenance on for this broker")
+	}
+}
+
+// TestPop_EndsWhenItsContextEnds: a parked long poll whose client went away
+// (its context ended) returns queengo.ErrCancelled at once, not at its
+// timeout.
+func TestPop_EndsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	b := newTestBroker(t, Config{Store: newFakeStore()})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := b.Pop(ctx, &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1, Wait: true,
+		Timeout: time.Minute})
+	if el := time.Since(start); !errors.Is(err, queengo.ErrCancelled) || el > 5*time.Second {
+		t.Fatalf("pop whose context ended: %v after %v, want ErrCancelled at once", err, el)
+	}
+}

@@ -1,0 +1,170 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+var testBackoff = Backoff{Initial: 100 * time.Millisecond, Threshold: 3, Multiplier: 2, Max: time.Second}
+
+// t0 is the tests' fixed "now".
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// longPoll is a parked-to-be pop of group on partition ("" for the
+// wildcard route) whose deadline is t0+timeout.
+func longPoll(group, partition string, timeout time.Duration) *waiter {
+	return &waiter{req: &queengo.PopRequest{Group: group, Partition: partition, Wait: true, Timeout: timeout, Batch: 1},
+		reply: make(chan popReply, 1), leaseID: uuid.New(), deadline: t0.Add(timeout)}
+}
+
+// TestBackoff_Schedule: pop-routes.md's re-check schedule: the initial
+// interval for the first POP_WAIT_BACKOFF_THRESHOLD empty checks, then
+// growing by the multiplier per empty check, capped at the maximum.
+func TestBackoff_Schedule(t *testing.T) {
+	t.Parallel()
+	k := &parkedKey{interval: testBackoff.Initial}
+	var got []time.Duration
+	for range 8 {
+		testBackoff.after(k, t0)
+		got = append(got, k.next.Sub(t0))
+	}
+	want := []time.Duration{100, 100, 100, 200, 400, 800, 1000, 1000}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("intervals %v, want %v ms", got, want)
+		}
+	}
+}
+
+// TestParkingLot_OneRecheckPerKey: parked pops with the same (group,
+// partition) share one re-check on the key's backoff; other keys re-check on
+// their own.
+func TestParkingLot_OneRecheckPerKey(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	a1, a2, b1 := longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("h", "", time.Minute)
+	for _, w := range []*waiter{a1, a2, b1} {
+		if !l.park(w, t0) {
+			t.Fatal("park refused below the maximum")
+		}
+	}
+	if re, exp := l.due(t0.Add(99*time.Millisecond), nil, nil); len(re)+len(exp) != 0 {
+		t.Fatalf("before the first interval: %d re-checks, %d expired", len(re), len(exp))
+	}
+	re, _ := l.due(t0.Add(100*time.Millisecond), nil, nil)
+	if len(re) != 2 || !(re[0] == a1 || re[1] == a1) || !(re[0] == b1 || re[1] == b1) {
+		t.Fatalf("re-checks %v, want the oldest pop of each key", re)
+	}
+	if l.n != 1 {
+		t.Fatalf("%d parked after the re-checks left, want 1", l.n)
+	}
+}
+
+// TestParkingLot_DeadlineAnswersEmpty: a parked pop whose deadline passed
+// leaves the lot as expired; the key's other pops stay parked, and a key
+// left empty is forgotten.
+func TestParkingLot_DeadlineAnswersEmpty(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(Backoff{Initial: time.Hour, Threshold: 3, Multiplier: 2, Max: time.Hour}, 100)
+	short, long := longPoll("g", "p", time.Second), longPoll("g", "p", time.Minute)
+	l.park(short, t0)
+	l.park(long, t0)
+	if got := l.next(); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("next event %v, want the short deadline %v", got, t0.Add(time.Second))
+	}
+	re, exp := l.due(t0.Add(time.Second), nil, nil)
+	if len(re) != 0 || len(exp) != 1 || exp[0] != short {
+		t.Fatalf("at the short deadline: re-checks %v, expired %v", re, exp)
+	}
+	_, exp = l.due(t0.Add(time.Minute), nil, nil)
+	if len(exp) != 1 || exp[0] != long || len(l.keys) != 0 || !l.empty() {
+		t.Fatalf("at the long deadline: expired %v, %d keys left", exp, len(l.keys))
+	}
+}
+
+// TestParkingLot_WakeResetsBackoff: a push in scope resets every key's
+// backoff and makes it re-check now; held pops are released.
+func TestParkingLot_WakeResetsBackoff(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	l.park(longPoll("g", "", time.Minute), t0)
+	k := l.keys["g\x00"]
+	k.empties, k.interval, k.next = 9, time.Second, t0.Add(time.Second)
+	held := longPoll("g", "", time.Minute)
+	held.holdUntil = t0.Add(time.Minute)
+	l.hold(held)
+
+	out := l.wake(t0, nil)
+	if k.empties != 0 || k.interval != 100*time.Millisecond || !k.next.Equal(t0) {
+		t.Fatalf("after a wake: %d empties, interval %v, next %v", k.empties, k.interval, k.next)
+	}
+	if len(out) != 1 || out[0] != held || len(l.held) != 0 {
+		t.Fatalf("a wake released %v, want the held pop", out)
+	}
+	if re, _ := l.due(t0, nil, nil); len(re) != 1 {
+		t.Fatalf("after a wake %d re-checks are due, want 1", len(re))
+	}
+}
+
+// TestParkingLot_HoldEndsAtHoldUntil: a held pop stays held until its
+// holdUntil, then leaves; a cancelled one is dropped.
+func TestParkingLot_HoldEndsAtHoldUntil(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	w, gone := longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)
+	w.holdUntil, gone.holdUntil = t0.Add(200*time.Millisecond), t0.Add(200*time.Millisecond)
+	l.hold(w)
+	l.hold(gone)
+	gone.cancelled = true
+	if got := l.next(); !got.Equal(w.holdUntil) {
+		t.Fatalf("next event %v, want the hold's end", got)
+	}
+	if out := l.holdsDue(t0.Add(199*time.Millisecond), nil); len(out) != 0 {
+		t.Fatalf("released %v before the hold ended", out)
+	}
+	if out := l.holdsDue(t0.Add(200*time.Millisecond), nil); len(out) != 1 || out[0] != w || !l.empty() {
+		t.Fatalf("at the hold's end: released %v, want only the live pop", out)
+	}
+}
+
+// TestParkingLot_RefusesPastMax: the lot parks at most max pops; the next
+// one is refused (its pop answers errTooManyParked) until one leaves.
+func TestParkingLot_RefusesPastMax(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 2)
+	a, b, c := longPoll("g", "", time.Minute), longPoll("h", "", time.Minute), longPoll("g", "", time.Minute)
+	if !l.park(a, t0) || !l.park(b, t0) {
+		t.Fatal("refused below the maximum")
+	}
+	if l.park(c, t0) {
+		t.Fatal("parked past the maximum")
+	}
+	l.remove(a)
+	if !l.park(c, t0) {
+		t.Fatal("refused after a pop left")
+	}
+}
+
+// TestParkingLot_ReleaseTakesTheKey: release takes every pop of a key and
+// makes it re-check now (a lease of its group ended); releaseN takes the
+// oldest n (a key-mate's claim left n partitions untaken).
+func TestParkingLot_ReleaseTakesTheKey(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	ws := []*waiter{longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)}
+	for _, w := range ws {
+		l.park(w, t0)
+	}
+	out := l.releaseN("g\x00", 2, nil)
+	if len(out) != 2 || out[0] != ws[0] || out[1] != ws[1] || l.n != 1 {
+		t.Fatalf("releaseN(2) took %v, %d left", out, l.n)
+	}
+	out = l.release("g\x00", t0, nil)
+	if len(out) != 1 || out[0] != ws[2] || l.n != 0 || !l.keys["g\x00"].next.Equal(t0) {
+		t.Fatalf("release took %v, %d left", out, l.n)
+	}
+}

@@ -1,0 +1,181 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+const (
+	// fullScanEvery bounds how stale a ready set may get: at least this
+	// often a claim searches every partition of the queue, which also finds
+	// work the hints missed (another process's pushes, acks or expiries).
+	fullScanEvery = time.Second
+	// emptyRescan is the shortest gap between two full scans while the ready
+	// set says nothing is claimable; pops in between answer from the set.
+	emptyRescan = 200 * time.Millisecond
+	// candidatesMin and candidatesMax bound the sample of the ready set one
+	// claim searches.
+	candidatesMin = 4
+	candidatesMax = 64
+	// readyReportMax is the most untaken partitions a claim reports
+	// (queen.claim LIMIT): a full scan that reports fewer saw everything
+	// claimable.
+	readyReportMax = 1000
+)
+
+// readySet is a queue actor's belief about which partitions one consumer
+// group could claim now. It is a hint: a claim verifies everything in SQL.
+// Each entry remembers the event number of its last offer, so a claim that
+// started before a partition was offered again cannot erase that offer when
+// it comes back empty-handed.
+type readySet struct {
+	set      map[uuid.UUID]uint64
+	known    bool      // the last full scan saw everything claimable
+	lastFull time.Time // when a claim last searched every partition
+}
+
+// offer marks pid ready as of event n.
+func (rs *readySet) offer(pid uuid.UUID, n uint64) { rs.set[pid] = n }
+
+// drop forgets pid unless it was offered after event since.
+func (rs *readySet) drop(pid uuid.UUID, since uint64) {
+	if n, ok := rs.set[pid]; ok && n <= since {
+		delete(rs.set, pid)
+	}
+}
+
+// readySets are the ready sets of one queue, one per consumer group that
+// popped from it, and the lease expiries its own claims set.
+type readySets struct {
+	groups map[string]*readySet
+	events uint64 // numbers the offers
+	leases []leaseEvent
+}
+
+// leaseEvent is the end of a lease a claim of this actor took.
+type leaseEvent struct {
+	at    time.Time
+	group string
+	pid   uuid.UUID
+}
+
+func newReadySets() readySets { return readySets{groups: map[string]*readySet{}} }
+
+// since is the current event number: a claim remembers it when it starts.
+func (r *readySets) since() uint64 { return r.events }
+
+// offer marks pid ready for group, or for every group when group is empty
+// (a commit: everyone may claim it).
+func (r *readySets) offer(pid uuid.UUID, group string) {
+	for g, rs := range r.groups {
+		if group == "" || group == g {
+			r.events++
+			rs.offer(pid, r.events)
+		}
+	}
+}
+
+// candidates picks the partitions a claim of group searches: nil for all of
+// them (no set yet, or the last full scan is older than fullScanEvery, or the
+// set is empty and emptyRescan passed), else a sample of the set big enough
+// for need partitions. skip reports that the set is empty and a full scan ran
+// too recently to repeat: the pop finds nothing without a claim.
+func (r *readySets) candidates(group string, need int, now time.Time) (cands []uuid.UUID, skip bool) {
+	rs := r.groups[group]
+	switch {
+	case rs == nil || !rs.known || now.Sub(rs.lastFull) > fullScanEvery:
+		return nil, false
+	case len(rs.set) == 0:
+		return nil, now.Sub(rs.lastFull) < emptyRescan
+	}
+	// A claim costs what it searches, so it gets only a sample: enough
+	// partitions for its need, with slack for the ones concurrent pops take
+	// first. Map order is random, which spreads pops over the partitions.
+	k := min(len(rs.set), max(2*need, candidatesMin), candidatesMax)
+	cands = make([]uuid.UUID, 0, k)
+	for pid := range rs.set {
+		if len(cands) == k {
+			break
+		}
+		cands = append(cands, pid)
+	}
+	return cands, false
+}
+
+// learn updates the claim's group's set from what the claim, which started
+// at event since, saw: partitions it leased are not ready until their lease
+// ends, the ones it reported claimable are, and the rest of what it searched
+// is not (unless offered again since the claim started).
+func (r *readySets) learn(p *queengo.ClaimParams, res *queengo.ClaimResult, since uint64, now time.Time) {
+	rs := r.groups[p.Group]
+	if rs == nil {
+		rs = &readySet{set: map[uuid.UUID]uint64{}}
+		r.groups[p.Group] = rs
+	}
+	keep := make(map[uuid.UUID]bool, len(res.Ready)+len(res.Spans))
+	for _, pid := range res.Ready {
+		keep[pid] = true
+		r.events++
+		rs.offer(pid, r.events)
+	}
+	if p.Min == 0 || len(res.Messages) > 0 {
+		for _, s := range res.Spans {
+			keep[s.PartitionID] = true
+			if p.AutoAck {
+				// Committed, not leased: it may hold more.
+				r.events++
+				rs.offer(s.PartitionID, r.events)
+			} else {
+				rs.drop(s.PartitionID, since)
+				r.leases = append(r.leases, leaseEvent{at: now.Add(s.Lease), group: p.Group, pid: s.PartitionID})
+			}
+		}
+	}
+	searched := p.Candidates
+	if searched == nil {
+		for pid := range rs.set {
+			searched = append(searched, pid)
+		}
+		rs.known, rs.lastFull = len(res.Ready) < readyReportMax, now
+	}
+	for _, pid := range searched {
+		if !keep[pid] {
+			rs.drop(pid, since)
+		}
+	}
+}
+
+// expire offers again, to their group, the partitions whose lease ended by
+// now, and appends those groups to out.
+func (r *readySets) expire(now time.Time, out []string) []string {
+	leases := r.leases[:0]
+	for _, e := range r.leases {
+		if now.Before(e.at) {
+			leases = append(leases, e)
+			continue
+		}
+		if rs := r.groups[e.group]; rs != nil {
+			r.events++
+			rs.offer(e.pid, r.events)
+		}
+		out = append(out, e.group)
+	}
+	clear(r.leases[len(leases):])
+	r.leases = leases
+	return out
+}
+
+// next is the earliest lease expiry; zero when none.
+func (r *readySets) next() time.Time {
+	var at time.Time
+	for _, e := range r.leases {
+		at = earliest(at, e.at)
+	}
+	return at
+}
+
+// reset forgets everything: the queue was deleted.
+func (r *readySets) reset() { r.groups = map[string]*readySet{} }

@@ -1,0 +1,128 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// TestReadySet_LaterOfferSurvivesEarlierClaim: a claim that started before a
+// partition was offered again must not erase that offer when it comes back
+// without the partition (the bug that left one partition circulating among
+// ten consumers).
+func TestReadySet_LaterOfferSurvivesEarlierClaim(t *testing.T) {
+	t.Parallel()
+	rs := &readySet{set: map[uuid.UUID]uint64{}}
+	p := uuid.New()
+	rs.offer(p, 1)
+	since := uint64(1) // a claim starts after offer 1
+	rs.offer(p, 2)     // the partition is freed again meanwhile
+	rs.drop(p, since)
+	if _, ok := rs.set[p]; !ok {
+		t.Fatal("an offer made after the claim started was dropped")
+	}
+	rs.drop(p, 2)
+	if _, ok := rs.set[p]; ok {
+		t.Fatal("a claim that started after the last offer did not drop it")
+	}
+}
+
+// fullScan is what a claim that searched every partition and found ready
+// untaken saw.
+func fullScan(r *readySets, group string, ready []uuid.UUID, now time.Time) {
+	r.learn(&queengo.ClaimParams{Group: group}, &queengo.ClaimResult{Ready: ready}, r.since(), now)
+}
+
+// TestReadySets_CandidatesSampleTheSet: a group without a known set searches
+// everything; after a full scan its claims search a sample of the ready
+// partitions (twice the need, at least candidatesMin, at most
+// candidatesMax); an empty set answers without a claim until emptyRescan
+// passed; a set older than fullScanEvery is searched in full again.
+func TestReadySets_CandidatesSampleTheSet(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	if c, skip := r.candidates("g", 1, t0); c != nil || skip {
+		t.Fatalf("unknown group: candidates %v skip %v, want a full scan", c, skip)
+	}
+	var ready []uuid.UUID
+	for range 100 {
+		ready = append(ready, uuid.New())
+	}
+	fullScan(&r, "g", ready, t0)
+	for _, tc := range []struct{ need, want int }{{1, candidatesMin}, {10, 20}, {50, candidatesMax}} {
+		if c, skip := r.candidates("g", tc.need, t0); len(c) != tc.want || skip {
+			t.Fatalf("need %d: %d candidates (skip %v), want %d", tc.need, len(c), skip, tc.want)
+		}
+	}
+	if c, _ := r.candidates("g", 1, t0.Add(fullScanEvery+time.Millisecond)); c != nil {
+		t.Fatalf("a set older than fullScanEvery: candidates %v, want a full scan", c)
+	}
+
+	fullScan(&r, "empty", nil, t0)
+	if _, skip := r.candidates("empty", 1, t0.Add(emptyRescan-time.Millisecond)); !skip {
+		t.Fatal("an empty set rescanned before emptyRescan passed")
+	}
+	if c, skip := r.candidates("empty", 1, t0.Add(emptyRescan)); c != nil || skip {
+		t.Fatalf("an empty set after emptyRescan: candidates %v skip %v, want a full scan", c, skip)
+	}
+}
+
+// TestReadySets_LeasedIsNotReadyUntilItsLeaseEnds: a partition a claim
+// leased leaves the set until the lease's end, when it is offered again and
+// its group reported; one an autoAck claim committed stays ready (it may
+// hold more).
+func TestReadySets_LeasedIsNotReadyUntilItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	leased, committed := uuid.New(), uuid.New()
+	fullScan(&r, "g", []uuid.UUID{leased, committed}, t0)
+	since := r.since()
+	r.learn(&queengo.ClaimParams{Group: "g", Candidates: []uuid.UUID{leased}},
+		&queengo.ClaimResult{Spans: []queengo.Span{{PartitionID: leased, Lease: time.Minute}}}, since, t0)
+	r.learn(&queengo.ClaimParams{Group: "g", AutoAck: true, Candidates: []uuid.UUID{committed}},
+		&queengo.ClaimResult{Spans: []queengo.Span{{PartitionID: committed}}}, since, t0)
+	set := r.groups["g"].set
+	if _, ok := set[leased]; ok {
+		t.Fatal("a leased partition stayed ready")
+	}
+	if _, ok := set[committed]; !ok {
+		t.Fatal("a partition an autoAck claim committed left the set")
+	}
+	if got := r.next(); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("next lease expiry %v, want %v", got, t0.Add(time.Minute))
+	}
+	if groups := r.expire(t0.Add(time.Minute-time.Millisecond), nil); len(groups) != 0 {
+		t.Fatalf("expired %v before the lease ended", groups)
+	}
+	groups := r.expire(t0.Add(time.Minute), nil)
+	if len(groups) != 1 || groups[0] != "g" || len(r.leases) != 0 {
+		t.Fatalf("at the lease's end: groups %v, %d leases left", groups, len(r.leases))
+	}
+	if _, ok := set[leased]; !ok {
+		t.Fatal("a partition whose lease ended is not ready again")
+	}
+}
+
+// TestReadySets_OfferReachesEveryGroupOrOne: a commit offers a partition to
+// every group; a lease released by a group's ack only to that group.
+func TestReadySets_OfferReachesEveryGroupOrOne(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	fullScan(&r, "a", nil, t0)
+	fullScan(&r, "b", nil, t0)
+	p, q := uuid.New(), uuid.New()
+	r.offer(p, "")
+	r.offer(q, "b")
+	if _, ok := r.groups["a"].set[p]; !ok {
+		t.Fatal("a commit's offer missed group a")
+	}
+	if _, ok := r.groups["a"].set[q]; ok {
+		t.Fatal("group b's freed lease was offered to group a")
+	}
+	if len(r.groups["b"].set) != 2 {
+		t.Fatalf("group b's set %v, want both partitions", r.groups["b"].set)
+	}
+}

@@ -1,0 +1,181 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// roundMax caps the pops one claim round carries.
+const roundMax = 32
+
+// claimRound is one claim round: the pops of an actor that were ready
+// together, each with its claim, run against the store in one Claim call.
+// The actor builds it, run executes it on a goroutine of its own, and the
+// round comes back to the actor as a message, results filled in; outcome
+// then says what each pop gets.
+type claimRound struct {
+	ws     []*waiter
+	params []queengo.ClaimParams
+	since  uint64 // the ready sets' event number when the round started
+
+	// queue is the queue whose partitions the single-partition route looks
+	// up; uuid.Nil for a discovery scope, whose claims get scopeIDs.
+	queue uuid.UUID
+	// hold is the queue's minPopWaitTime when the round started.
+	hold time.Duration
+	// scope, when set, makes the round load the scope's queues first;
+	// scopeIDs are the queues a discovery round claims from otherwise.
+	scope    *scopeKey
+	scopeIDs []uuid.UUID
+
+	// Filled by run.
+	res    []queengo.ClaimResult // one per pop; a claim's own failure is in its Err
+	err    error                 // the whole round failed
+	errs   []error               // per pop, when its partition lookup failed
+	parts  map[string]uuid.UUID  // partition ids the round looked up
+	loaded []uuid.UUID           // the scope's queues, when the round loaded them
+}
+
+// outcome is what a round gave one pop.
+type outcome uint8
+
+const (
+	outcomeEmpty     outcome = iota // nothing claimable: answer empty or park
+	outcomeDelivered                // messages: answer them
+	outcomeHeld                     // fewer than minPopWaitTime's batch available: hold
+	outcomeFailed                   // answer failure(i)
+)
+
+// claimOf is the claim of one pop, before the actor adds where to look
+// (queues, partition, candidates) and the minPopWaitTime minimum.
+func claimOf(w *waiter) queengo.ClaimParams {
+	r := w.req
+	p := queengo.ClaimParams{Group: r.Group, Batch: r.Batch, MaxParts: r.Partitions, LeaseSeconds: r.LeaseSeconds,
+		AutoAck: r.AutoAck, LeaseID: w.leaseID, SubMode: r.SubMode, SubFrom: r.SubFrom, SubFromNow: r.SubFromNow}
+	if r.AutoAck {
+		p.LeaseID = uuid.Nil
+	}
+	return p
+}
+
+// start runs the round on a goroutine of its own, bounded by the request
+// timeout (not a long poll's wait, which is parked in the actor between
+// rounds), and sends it back to the actor when it is done.
+func (r *claimRound) start(ctx actor.Context, d *deps) {
+	claimRoundPops.Update(float64(len(r.ws)))
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), d.timeout)
+		defer cancel()
+		r.run(c, d.store)
+		root.Send(self, r)
+	}()
+}
+
+// run executes the round: it loads the scope's queues when asked, looks up
+// the partitions of single-partition pops the actor does not know yet, then
+// hands every claim that has somewhere to look to the store in one call.
+// A failed lookup or claim is that pop's failure only; a failed scope load or
+// Claim call fails the whole round.
+func (r *claimRound) run(ctx context.Context, store Store) {
+	if r.scope != nil {
+		qs, err := store.QueuesInScope(ctx, r.scope.namespace, r.scope.task)
+		if r.err = err; err == nil {
+			r.loaded = make([]uuid.UUID, 0, len(qs))
+			for _, q := range qs {
+				r.loaded = append(r.loaded, q.ID)
+			}
+			r.scopeIDs = r.loaded
+		}
+	}
+	var todo []int
+	for i := range r.params {
+		p := &r.params[i]
+		switch {
+		case r.queue == uuid.Nil:
+			p.QueueIDs = r.scopeIDs
+		case r.ws[i].req.Partition != "" && p.Partition == uuid.Nil:
+			pid, err := store.LookupPartition(ctx, r.queue, r.ws[i].req.Partition)
+			if err != nil {
+				if !errors.Is(err, queengo.ErrNotFound) {
+					if r.errs == nil {
+						r.errs = make([]error, len(r.params))
+					}
+					r.errs[i] = err
+				}
+				continue // no such partition yet: nothing to deliver
+			}
+			if r.parts == nil {
+				r.parts = map[string]uuid.UUID{}
+			}
+			r.parts[r.ws[i].req.Partition] = pid
+			p.Partition, p.Candidates = pid, []uuid.UUID{pid}
+		}
+		if len(p.QueueIDs) > 0 {
+			todo = append(todo, i)
+		}
+	}
+	r.res = make([]queengo.ClaimResult, len(r.params))
+	if r.err != nil || len(todo) == 0 {
+		return
+	}
+	batch := r.params
+	if len(todo) < len(r.params) {
+		batch = make([]queengo.ClaimParams, len(todo))
+		for k, i := range todo {
+			batch[k] = r.params[i]
+		}
+	}
+	start := time.Now()
+	res, err := store.Claim(ctx, batch)
+	claimDuration.UpdateDuration(start)
+	if err != nil {
+		r.err = err
+		return
+	}
+	for k, i := range todo {
+		r.res[i] = res[k]
+	}
+}
+
+// failure is the error the i-th pop answers with, if any: the round's (every
+// pop shares it), or the pop's own (its partition lookup or its claim
+// failed), which leaves the other pops of the round alone.
+func (r *claimRound) failure(i int) error {
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.errs != nil && r.errs[i] != nil:
+		return r.errs[i]
+	}
+	return r.res[i].Err
+}
+
+// outcome is what the round gave the i-th pop.
+func (r *claimRound) outcome(i int) outcome {
+	switch res := &r.res[i]; {
+	case r.failure(i) != nil:
+		return outcomeFailed
+	case len(res.Messages) > 0:
+		return outcomeDelivered
+	case r.params[i].Min > 0 && res.Taken > 0:
+		return outcomeHeld
+	}
+	return outcomeEmpty
+}
+
+// delivered is the pop result of the i-th pop's messages.
+func (r *claimRound) delivered(i int) queengo.PopResult {
+	p, res := &r.params[i], &r.res[i]
+	lease := ""
+	if !p.AutoAck {
+		lease = p.LeaseID.String()
+	}
+	return queengo.PopResult{LeaseID: lease, Messages: res.Messages, PartitionsClaimed: len(res.Spans)}
+}

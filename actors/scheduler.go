@@ -1,0 +1,177 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// popScheduler is the pop side that queue and scope actors share: the pops
+// waiting for a claim round (pending), the rounds in flight, the parking lot,
+// and the one timer that points at the actor's next event. The actor decides
+// how a pop becomes a claim and what a round's outcome means for each pop;
+// the scheduler keeps the pops until then and answers them. Only used by its
+// actor's goroutine.
+type popScheduler struct {
+	d       *deps
+	pending []*waiter
+	rounds  []*claimRound // in flight
+	lot     parkingLot
+	closing bool // releaseAll came: pops answer empty from now on
+	timer   timer
+	timerAt time.Time // when the timer fires; zero when it is not armed
+	expired []*waiter // scratch for due
+}
+
+func newPopScheduler(d *deps) popScheduler {
+	return popScheduler{d: d, lot: newParkingLot(d.backoff, d.maxParked)}
+}
+
+// add takes a pop that reached the actor; its long-poll deadline starts now.
+func (s *popScheduler) add(w *waiter, now time.Time) {
+	if s.closing {
+		answer(w, popReply{})
+		return
+	}
+	if w.req.Wait {
+		w.deadline = now.Add(w.req.Timeout)
+	}
+	s.pending = append(s.pending, w)
+}
+
+// take returns the pops of the next claim round: nil when none is pending or
+// the actor runs as many rounds as it may.
+func (s *popScheduler) take() []*waiter {
+	if len(s.pending) == 0 || len(s.rounds) >= s.d.claimsInFlight {
+		return nil
+	}
+	n := min(len(s.pending), roundMax)
+	ws := append([]*waiter(nil), s.pending[:n]...)
+	rest := copy(s.pending, s.pending[n:])
+	clear(s.pending[rest:])
+	s.pending = s.pending[:rest]
+	return ws
+}
+
+// started records a round the actor started.
+func (s *popScheduler) started(r *claimRound) { s.rounds = append(s.rounds, r) }
+
+// finished forgets a round that came back; false means it is not this
+// scheduler's (it was started by an incarnation of the actor that failed).
+func (s *popScheduler) finished(r *claimRound) bool {
+	for i, x := range s.rounds {
+		if x == r {
+			s.rounds = append(s.rounds[:i], s.rounds[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// empty answers a pop that found nothing, or parks it: a long poll before
+// its deadline. A full parking lot answers errTooManyParked.
+func (s *popScheduler) empty(w *waiter, now time.Time) {
+	if s.closing || !w.req.Wait || !now.Before(w.deadline) {
+		answer(w, popReply{})
+		return
+	}
+	if !s.lot.park(w, now) {
+		parkRefused.Inc()
+		answer(w, popReply{err: errTooManyParked})
+	}
+}
+
+// due moves the parked pops whose re-check is due to pending and answers
+// the ones whose deadline passed.
+func (s *popScheduler) due(now time.Time) {
+	s.pending, s.expired = s.lot.due(now, s.pending, s.expired)
+	for _, w := range s.expired {
+		answer(w, popReply{})
+	}
+	clear(s.expired)
+	s.expired = s.expired[:0]
+}
+
+// wake makes every parked pop's key re-check now and every held pop look
+// again: something was pushed in scope.
+func (s *popScheduler) wake(now time.Time) {
+	s.pending = s.lot.wake(now, s.pending)
+	s.due(now)
+}
+
+// cancel drops a pop whose client went away; a claim in flight for it goes
+// on, and whatever it leases redelivers at the lease's expiry.
+func (s *popScheduler) cancel(w *waiter) {
+	w.cancelled = true
+	s.lot.remove(w)
+}
+
+// arm points the timer at the earliest of the lot's next event and also
+// (zero: none), unless it already fires earlier.
+func (s *popScheduler) arm(ctx actor.Context, also time.Time) {
+	at := earliest(s.lot.next(), also)
+	if at.IsZero() || s.closing {
+		return
+	}
+	if !s.timerAt.IsZero() && !at.Before(s.timerAt) {
+		return
+	}
+	s.timerAt = at
+	d := at.Sub(s.d.clock.Now())
+	if s.timer == nil {
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		s.timer = s.d.clock.AfterFunc(d, func() { root.Send(self, tickMsg) })
+		return
+	}
+	s.timer.Reset(d)
+}
+
+// ticked records that the timer fired.
+func (s *popScheduler) ticked() { s.timerAt = time.Time{} }
+
+// releaseAll answers every pop empty and makes later ones answer empty at
+// once: the broker is shutting down. Pops in a claim round are answered when
+// it comes back.
+func (s *popScheduler) releaseAll() {
+	s.closing = true
+	for _, w := range s.lot.drain(s.pending) {
+		answer(w, popReply{})
+	}
+	s.pending = nil
+	s.stop()
+}
+
+// failAll answers every pop the scheduler holds, those in rounds in flight
+// included, with err: the actor failed.
+func (s *popScheduler) failAll(err error) {
+	for _, r := range s.rounds {
+		for _, w := range r.ws {
+			answer(w, popReply{err: err})
+		}
+	}
+	for _, w := range s.lot.drain(s.pending) {
+		answer(w, popReply{err: err})
+	}
+	s.pending, s.rounds = nil, nil
+	s.stop()
+}
+
+// idle reports whether the scheduler holds no pop.
+func (s *popScheduler) idle() bool {
+	return len(s.pending) == 0 && len(s.rounds) == 0 && s.lot.empty()
+}
+
+func (s *popScheduler) stop() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// answer replies to a pop once; a cancelled pop's client is gone.
+func answer(w *waiter, r popReply) {
+	if w.answered || w.cancelled {
+		return
+	}
+	w.answered = true
+	w.reply <- r
+}

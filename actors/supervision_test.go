@@ -1,0 +1,233 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/queengo/queengo"
+)
+
+// testPanic makes the actor that receives it panic (panicOnTestPanic).
+type testPanic struct{}
+
+// panicOnTestPanic is receiver middleware that turns a testPanic into a
+// panic inside the actor, as a bug would.
+func panicOnTestPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*testPanic); ok {
+			panic("a bug")
+		}
+		next(c, env)
+	}
+}
+
+// waitFor waits for one signal of s, failing the test after d.
+func waitFor(t *testing.T, s *testSignal, what string, d time.Duration) {
+	t.Helper()
+	select {
+	case <-s.ch:
+	case <-time.After(d):
+		t.Fatalf("%s did not happen within %v", what, d)
+	}
+}
+
+type supervisionBundle struct {
+	b       *Broker
+	f       *fakeStore
+	clock   *testClock
+	signals *testSignals
+}
+
+func setupSupervision(t *testing.T, f *fakeStore) *supervisionBundle {
+	t.Helper()
+	s := &supervisionBundle{f: f, clock: newTestClock(), signals: &testSignals{}}
+	s.signals.idleChecked.init()
+	s.signals.passivated.init()
+	s.signals.restarted.init()
+	s.b = newTestBrokerWith(t, Config{Store: f, RequestTimeout: 5 * time.Second}, func(d *deps) {
+		d.clock = s.clock
+		d.signals = s.signals
+		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(panicOnTestPanic)}
+	})
+	return s
+}
+
+// checkIdle runs one idle check of every actor, as the registry's timer does.
+func (s *supervisionBundle) checkIdle() { s.b.system.Root.Send(s.b.registry, idleTickMsg) }
+
+// TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced: a queue actor
+// that panics answers its parked pop and its push whose commit is in flight
+// with an error at once (never a hang), and the next push and pop are served
+// by its replacement; likewise a scope actor's parked pop.
+func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
+	t.Parallel()
+	t.Run("queue", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeStore()
+		committing, release := make(chan struct{}), make(chan struct{})
+		first := true
+		f.append = func(context.Context, []queengo.Segment) error {
+			if first {
+				first = false
+				close(committing)
+				<-release
+			}
+			return nil
+		}
+		s := setupSupervision(t, f)
+		parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+		pushed := make(chan error, 1)
+		go func() {
+			_, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("a")})
+			pushed <- err
+		}()
+		<-committing
+
+		s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
+		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+		if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
+			t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+		}
+		select {
+		case err := <-pushed:
+			if !errors.Is(err, errActorFailed) {
+				t.Fatalf("the push in flight answered %v, want errActorFailed", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the push in flight was not answered")
+		}
+
+		close(release) // the old commit lands; its outcome reaches nobody
+		res, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("b")})
+		if err != nil || res[0].Status != queengo.PushQueued {
+			t.Fatalf("push after the restart: %+v %v", res, err)
+		}
+		if r := await(t, sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1}), 5*time.Second); r.err != nil {
+			t.Fatalf("pop after the restart: %v", r.err)
+		}
+	})
+	t.Run("scope", func(t *testing.T) {
+		t.Parallel()
+		s := setupSupervision(t, newFakeStore())
+		k := scopeKey{namespace: "ns"}
+		parked := sendPop(s.b, k, &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+		s.b.system.Root.Send(s.b.scopeHandle(k).pid, &testPanic{})
+		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+		if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
+			t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+		}
+		if r := await(t, sendPop(s.b, k, &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1}), 5*time.Second); r.err != nil {
+			t.Fatalf("pop after the restart: %v", r.err)
+		}
+	})
+}
+
+// TestPassivation_IdleActorStopsAndIsRespawnedOnDemand: a queue actor that
+// held nothing and received no request through a whole idle interval is
+// stopped and forgotten; the next push spawns a fresh one.
+func TestPassivation_IdleActorStopsAndIsRespawnedOnDemand(t *testing.T) {
+	t.Parallel()
+	s := setupSupervision(t, newFakeStore())
+	if _, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("a")}); err != nil {
+		t.Fatal(err)
+	}
+	old := s.b.queueHandle("q")
+	s.checkIdle() // the push came since the last check: it stays
+	waitFor(t, &s.signals.idleChecked, "the first idle check", 5*time.Second)
+	s.checkIdle()
+	waitFor(t, &s.signals.passivated, "the passivation", 5*time.Second)
+	if _, ok := s.b.dir.queues.Load("q"); ok || !old.retired() {
+		t.Fatalf("after passivation: still in the directory %v, retired %v", ok, old.retired())
+	}
+
+	res, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("b")})
+	if err != nil || res[0].Status != queengo.PushQueued {
+		t.Fatalf("push after passivation: %+v %v", res, err)
+	}
+	if h := s.b.queueHandle("q"); h == old || h.pid.Equal(old.pid) {
+		t.Fatal("the push went to the passivated actor")
+	}
+}
+
+// TestPassivation_ActorWithAParkedPopStays: an actor holding a parked long
+// poll is not passivated however long it stays quiet.
+func TestPassivation_ActorWithAParkedPopStays(t *testing.T) {
+	t.Parallel()
+	s := setupSupervision(t, newFakeStore())
+	w := sendPop(s.b, scopeKey{task: "t"}, &queengo.PopRequest{Task: "t", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+	for range 3 {
+		s.checkIdle()
+		waitFor(t, &s.signals.idleChecked, "an idle check", 5*time.Second)
+	}
+	if h := s.b.scopeHandle(scopeKey{task: "t"}); h.retired() {
+		t.Fatal("an actor with a parked pop was passivated")
+	}
+	select {
+	case r := <-w.reply:
+		t.Fatalf("the parked pop answered %+v %v", r.res, r.err)
+	default:
+	}
+}
+
+// TestLongPoll_TooManyParkedIsAnError: past deps.maxParked parked pops, a
+// long poll that finds nothing answers errTooManyParked instead of parking;
+// the parked ones wait on.
+func TestLongPoll_TooManyParkedIsAnError(t *testing.T) {
+	t.Parallel()
+	b := newTestBrokerWith(t, Config{Store: newFakeStore(), ClaimsInFlight: 1}, func(d *deps) { d.maxParked = 1 })
+	long := func() *waiter {
+		return sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+	}
+	first := long()
+	if r := await(t, long(), 5*time.Second); !errors.Is(r.err, errTooManyParked) {
+		t.Fatalf("the second long poll answered %+v %v, want errTooManyParked", r.res, r.err)
+	}
+	select {
+	case r := <-first.reply:
+		t.Fatalf("the parked pop answered %+v %v", r.res, r.err)
+	default:
+	}
+}
+
+// TestLongPoll_DeadlineOnTheActorsClock: a parked pop answers empty when the
+// actor's clock passes its deadline, not before.
+func TestLongPoll_DeadlineOnTheActorsClock(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	claimed := make(chan struct{}, 16)
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		claimed <- struct{}{}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	s := setupSupervision(t, f)
+	drain := func() {
+		for {
+			select {
+			case <-s.clock.armed:
+			default:
+				return
+			}
+		}
+	}
+	drain()
+	w := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+	<-claimed
+	select {
+	case <-s.clock.armed: // parked: the actor's timer points at the key's re-check
+	case <-time.After(5 * time.Second):
+		t.Fatal("the actor never armed its timer")
+	}
+	select {
+	case r := <-w.reply:
+		t.Fatalf("answered %+v %v before its deadline", r.res, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.clock.Advance(time.Minute)
+	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
+		t.Fatalf("at its deadline: %+v %v, want empty", r.res, r.err)
+	}
+}

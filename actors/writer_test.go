@@ -1,0 +1,81 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// push is an appendReq of frames with the given transaction ids.
+func push(txids ...string) (*appendReq, chan pushDone) {
+	ch := make(chan pushDone, 1)
+	r := &appendReq{reply: ch}
+	for i, tx := range txids {
+		r.idx = append(r.idx, i)
+		r.frames = append(r.frames, queengo.Frame{ID: uuid.New(), TransactionID: tx})
+	}
+	return r, ch
+}
+
+// TestPartitionWriter_FirstOccurrenceWinsInASegment: pushes that arrive
+// while no segment is in flight are coalesced into one; inside it the first
+// occurrence of a transaction id is written and later ones are its
+// duplicates, and an id the store already had is a duplicate of the stored
+// message.
+func TestPartitionWriter_FirstOccurrenceWinsInASegment(t *testing.T) {
+	t.Parallel()
+	w := &partitionWriter{name: "p", pid: uuid.New()}
+	a, ach := push("x", "y")
+	b, bch := push("x", "z")
+	w.pending = append(w.pending, a, b)
+	if !w.cut() || len(w.frames) != 3 {
+		t.Fatalf("segment of %d frames, want x, y, z", len(w.frames))
+	}
+	c, _ := push("later")
+	w.pending = append(w.pending, c)
+	if w.cut() {
+		t.Fatal("a second segment cut while one is in flight")
+	}
+	stored := uuid.New()
+	if err := w.finish([]uuid.UUID{uuid.Nil, uuid.Nil, stored}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := <-ach, <-bch
+	if ra.results[0].Status != queengo.PushQueued || ra.results[1].Status != queengo.PushQueued {
+		t.Fatalf("first push: %+v", ra.results)
+	}
+	if rb.results[0].Status != queengo.PushDuplicate || rb.results[0].MessageID != a.frames[0].ID {
+		t.Fatalf("x again in the same segment: %+v, want a duplicate of the first x", rb.results[0])
+	}
+	if rb.results[1].Status != queengo.PushDuplicate || rb.results[1].MessageID != stored {
+		t.Fatalf("z the store had: %+v, want a duplicate of %v", rb.results[1], stored)
+	}
+	if !w.cut() || len(w.frames) != 1 {
+		t.Fatal("the push that waited was not cut after the commit")
+	}
+}
+
+// TestPartitionWriter_VanishedPartitionIsRetriedOnce: a segment whose
+// partition vanished (its queue was deleted) goes back to pending once, for
+// the recreated partition; a second failure answers the pushers.
+func TestPartitionWriter_VanishedPartitionIsRetriedOnce(t *testing.T) {
+	t.Parallel()
+	w := &partitionWriter{name: "p", pid: uuid.New()}
+	r, ch := push("x")
+	w.pending = append(w.pending, r)
+	w.cut()
+	if err := w.finish(nil, queengo.ErrNotFound); err != nil || !w.needsPartition() {
+		t.Fatalf("first ErrNotFound: %v, needs the partition %v", err, w.needsPartition())
+	}
+	w.ready(&partitionReady{pid: uuid.New()})
+	w.cut()
+	if err := w.finish(nil, queengo.ErrNotFound); !errors.Is(err, queengo.ErrNotFound) {
+		t.Fatalf("second ErrNotFound: %v", err)
+	}
+	if d := <-ch; d.results[0].Status != queengo.PushFailed {
+		t.Fatalf("after the retry: %+v, want failed", d.results[0])
+	}
+}
