@@ -105,6 +105,7 @@ type Broker struct {
 	refreshDone    chan struct{}
 	cross          *crossProcess
 	stopCross      context.CancelFunc
+	acks           *ackCoalescer
 }
 
 // New starts the actor system and the registry.
@@ -129,7 +130,8 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
+		acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout)}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -349,10 +351,15 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 	}
 }
 
-// Ack applies acknowledgements; partitions whose lease ended are offered to
-// the parked pops of their group at once.
+// Ack applies acknowledgements and returns one result per item in order;
+// partitions whose lease ended are offered to the parked pops of their group
+// at once. The items ride in one commit with the acks of other requests
+// (ackCoalescer); past the request timeout (or ctx's deadline, when earlier)
+// Ack fails with queengo.ErrTimeout, and the items may still be applied.
 func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
-	res, err := b.cfg.Store.Ack(ctx, items)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	defer cancel()
+	res, err := b.acks.ack(ctx, items)
 	if err != nil {
 		return nil, err
 	}

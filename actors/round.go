@@ -102,20 +102,27 @@ func (r *claimRound) run(ctx context.Context, store Store) {
 			p.QueueIDs = r.scopeIDs
 		case r.ws[i].req.Partition != "" && p.Partition == uuid.Nil:
 			pid, err := store.LookupPartition(ctx, r.queue, r.ws[i].req.Partition)
-			if err != nil {
-				if !errors.Is(err, queengo.ErrNotFound) {
-					if r.errs == nil {
-						r.errs = make([]error, len(r.params))
-					}
-					r.errs[i] = err
+			switch {
+			case err == nil:
+				if r.parts == nil {
+					r.parts = map[string]uuid.UUID{}
 				}
+				r.parts[r.ws[i].req.Partition] = pid
+				p.Partition, p.Candidates = pid, []uuid.UUID{pid}
+			case !errors.Is(err, queengo.ErrNotFound):
+				if r.errs == nil {
+					r.errs = make([]error, len(r.params))
+				}
+				r.errs[i] = err
+				continue
+			case p.SubMode == queengo.SubscriptionUnset && p.SubFrom == nil && !p.SubFromNow:
 				continue // no such partition yet: nothing to deliver
+			default:
+				// Nothing to deliver, but a group's first pop records the
+				// subscription intent it carries (D6): it claims, searching
+				// no partition.
+				p.Candidates = []uuid.UUID{}
 			}
-			if r.parts == nil {
-				r.parts = map[string]uuid.UUID{}
-			}
-			r.parts[r.ws[i].req.Partition] = pid
-			p.Partition, p.Candidates = pid, []uuid.UUID{pid}
 		}
 		if len(p.QueueIDs) > 0 {
 			todo = append(todo, i)

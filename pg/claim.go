@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,30 +19,52 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Claim runs the claims in one pipelined round trip (one implicit
-// transaction) on one connection and returns their results in order.
+// Claim serves the claims of one round and returns their results in order.
+// Its cost in statements does not depend on how many claims the round
+// carries (sql/functions/claim.sql): the claims of one scope (a queue or
+// discovery scope actor's round) are served per consumer group by one
+// claim_take, which finds the group's claimable partitions, locks one for
+// each claim, writes the leases (or commits) and returns the frames, when
+// every claim of the group takes one partition (partitions=1, the default);
+// otherwise one claim_read of every such group comes first, and the
+// partitions are handed out to the claims here, within their budgets and
+// caps, for claim_take to lock. A group's first contact with partitions, a
+// pop carrying a subscription intent, a pop restricted to one partition and
+// a collision with a concurrent round add statements.
 //
-// One claim's failure never fails the others. When a statement of the round
-// fails, PostgreSQL rolls the whole implicit transaction back (and skips the
-// statements after it), and a claim that cannot be encoded stops the round
-// before its Sync is sent (pgx then drops the connection, which rolls back
-// whatever the server had started): either way nothing of the round was
-// applied, so each claim runs again alone, in a transaction of its own, and
-// only the failing one reports its error (ClaimResult.Err). A claim whose
-// answer cannot be decoded after its round committed reports its error
-// without disturbing the others. The returned error is for what every claim
-// shares: no connection, a lost connection, the request deadline, which
-// bounds the whole call, re-runs included.
+// One claim's failure never fails the others. A claim whose parameters
+// PostgreSQL would reject (a group that is not valid text, a number out of
+// range) gets its error (ClaimResult.Err) without being sent. When a
+// statement fails anyway before anything was taken, each claim runs again
+// alone and only the failing one reports its error. A claim whose answer
+// cannot be decoded after its round committed reports its error without
+// disturbing the others (its leases expire and the messages are delivered
+// again). A claim without QueueIDs has nothing in scope: it gets an empty
+// result. The returned error is for what every claim shares: no connection,
+// a lost connection, the request deadline, which bounds the whole call,
+// re-runs included.
 func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var out []queengo.ClaimResult
+	out := make([]queengo.ClaimResult, len(claims))
+	var run []int
+	for i := range claims {
+		if err := checkClaim(&claims[i]); err != nil {
+			out[i].Err = fmt.Errorf("error claiming: %w", err)
+			continue
+		}
+		if len(claims[i].QueueIDs) > 0 {
+			run = append(run, i)
+		}
+	}
+	if len(run) == 0 {
+		return out, nil
+	}
 	var rerun bool
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		var err error
-		out, err = claimRound(ctx, c, claims)
-		if err != nil && len(claims) > 1 && rolledBack(ctx, err) {
-			s.log.Warn("claim round failed; running its claims one by one", "claims", len(claims), "err", err)
+		err := s.claimRound(ctx, c, claims, run, out)
+		if err != nil && len(run) > 1 && rolledBack(ctx, err) {
+			s.log.Warn("claim round failed; running its claims one by one", "claims", len(run), "err", err)
 			rerun = true
 			return nil
 		}
@@ -48,16 +72,14 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 	})
 	if err == nil && rerun {
 		// On a connection of its own: the round's may have been dropped.
-		out = make([]queengo.ClaimResult, len(claims))
 		err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-			for i := range claims {
-				res, err := claimRound(ctx, c, claims[i:i+1])
+			for k, i := range run {
+				err := s.claimRound(ctx, c, claims, run[k:k+1], out)
 				switch {
 				case err == nil:
-					out[i] = res[0]
 					continue
 				case rolledBack(ctx, err):
-					out[i].Err = fmt.Errorf("error claiming: %w", translate(err))
+					out[i] = queengo.ClaimResult{Err: fmt.Errorf("error claiming: %w", translate(err))}
 					if !c.Conn().IsClosed() {
 						continue
 					}
@@ -65,10 +87,8 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 				// The connection or the deadline is gone: this claim and the
 				// ones after it fail alike; the ones before it stand.
 				err = fmt.Errorf("error claiming: %w", translateCtx(ctx, err))
-				for j := i; j < len(claims); j++ {
-					if out[j].Err == nil {
-						out[j] = queengo.ClaimResult{Err: err}
-					}
+				for _, j := range run[k:] {
+					out[j] = queengo.ClaimResult{Err: err}
 				}
 				return nil
 			}
@@ -81,59 +101,618 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 	return out, nil
 }
 
-// claimRound sends the claims as one pipelined batch and reads their
-// answers. A claim whose answer cannot be decoded gets it as its Err; any
-// other error is returned for the round.
-func claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
-	out := make([]queengo.ClaimResult, len(claims))
-	// In group order: two rounds first-contacting the same new groups take
-	// the groups' cursor-insert locks in one order (docs/architecture.md,
-	// "Lock order"). Different groups never compete for rows, so the order
-	// changes no outcome.
-	order := make([]int, len(claims))
-	for i := range order {
-		order[i] = i
+// checkClaim rejects what PostgreSQL would reject in the claim's parameters,
+// so that it cannot fail the statement its round shares.
+func checkClaim(p *queengo.ClaimParams) error {
+	if !utf8.ValidString(p.Group) || strings.IndexByte(p.Group, 0) >= 0 {
+		return errors.New("consumer group is not valid text")
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(claims[a].Group, claims[b].Group) })
-	b := &pgx.Batch{}
-	for _, i := range order {
-		p := &claims[i]
-		part := pgUUID(p.Partition)
-		var from any
-		switch {
-		case p.SubFromNow:
-			from = "now"
-		case p.SubFrom != nil:
-			from = *p.SubFrom
+	for _, n := range []int{p.Batch, p.MaxParts, p.LeaseSeconds, p.Min} {
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return fmt.Errorf("%d is out of range", n)
 		}
-		var cands any
-		if p.Candidates != nil {
-			cands = pgUUIDs(p.Candidates)
-		}
-		b.Queue(`SELECT kind, partition_id, partition_name, queue_name, span_from, span_to, lease_ms,
-first_offset, created_at, frames, taken, ready, dead
-FROM queen.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11, $12)`,
-			pgUUIDs(p.QueueIDs), part, p.Group, p.Batch, p.MaxParts, p.LeaseSeconds, p.AutoAck, pgUUID(p.LeaseID),
-			p.SubMode, from, cands, p.Min)
 	}
-	br := c.SendBatch(ctx, b)
-	for _, i := range order {
-		if err := readClaim(br, &out[i]); err != nil {
-			var bad *badAnswer
-			if errors.As(err, &bad) {
-				// The statement ran; only its answer is unusable.
-				out[i] = queengo.ClaimResult{Err: fmt.Errorf("error reading claim: %w", bad.err)}
-				continue
+	// PostgreSQL's timestamptz runs from 4713 BC to 294276 AD.
+	if p.SubFrom != nil && (p.SubFrom.Year() < -4712 || p.SubFrom.Year() > 294275) {
+		return errors.New("subscriptionFrom is out of range")
+	}
+	return nil
+}
+
+// claimPasses bounds the claim_take calls of a round: a pass serves the
+// pops a concurrent round beat to every partition the previous pass gave
+// them. Two concurrent rounds rarely collide more than once (claim_take
+// itself skips past rows locked elsewhere), and a pop that finds nothing
+// parks and looks again.
+const claimPasses = 3
+
+// readyMax is the most untaken claimable partitions a round reports per
+// group (ClaimResult.Ready).
+const readyMax = 1000
+
+// claimRound serves the claims run (indexes into claims, all encodable) and
+// stores their results in out, one scope after the other. An error is
+// returned only when nothing of the round was applied.
+func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult) error {
+	var scopes [][]int
+	for _, i := range run {
+		k := slices.IndexFunc(scopes, func(sc []int) bool { return slices.Equal(claims[sc[0]].QueueIDs, claims[i].QueueIDs) })
+		if k < 0 {
+			scopes = append(scopes, nil)
+			k = len(scopes) - 1
+		}
+		scopes[k] = append(scopes[k], i)
+	}
+	for _, sc := range scopes {
+		for _, i := range sc {
+			out[i] = queengo.ClaimResult{}
+		}
+		r := newScopeRound(claims, sc)
+		if err := r.read(ctx, c); err != nil {
+			return err
+		}
+		for pass := range claimPasses {
+			calls := r.handOut()
+			if len(calls) == 0 {
+				break
 			}
-			_ = br.Close()
-			return nil, err
+			if err := r.take(ctx, c, calls, out); err != nil {
+				if pass == 0 {
+					return err
+				}
+				// What the earlier passes took is committed and in out;
+				// the pops still short of their batch get less.
+				s.log.Warn("claim pass failed", "pass", pass+1, "err", err)
+				break
+			}
+		}
+		if err := r.flush(ctx, c); err != nil {
+			// The claims were served; the groups meet the partitions
+			// they have not contacted at their next round.
+			s.log.Warn("claim round: first contact failed", "err", err)
+		}
+		r.finish(out)
+	}
+	return nil
+}
+
+// scopeRound is the state of one scope's claims between the statements of a
+// round: the claimable partitions of each group (as claim_read saw them and
+// claim_take found them), and what each pop still needs.
+type scopeRound struct {
+	claims []queengo.ClaimParams
+	queues []pgtype.UUID
+	groups []roundGroup
+	pops   []roundPop
+	// names, modes and froms are the groups' names and subscription intents
+	// as claim_subscribe and claim_contact take them.
+	names []string
+	modes []string
+	froms []pgtype.Timestamptz
+	// pre are statements that go first in the next batch: the subscription
+	// records, first contacts.
+	pre []preStatement
+}
+
+type preStatement struct {
+	sql  string
+	args []any
+}
+
+type roundGroup struct {
+	full  bool
+	cands map[uuid.UUID]bool
+	// direct: every pop of the group takes one partition, any of them
+	// (partitions=1), so claim_take finds the claimable partitions itself
+	// and claim_read is not needed.
+	direct  bool
+	entries []roundEntry
+	missing []uuid.UUID // never contacted, as the group's last claim_take found
+	next    int         // in a hand-out: entries before it are not free
+	readyTo int         // the pop that reports the group's untaken partitions
+}
+
+type roundEntry struct {
+	pid   uuid.UUID
+	avail int64 // as claim_read saw it
+	state entryState
+}
+
+type entryState uint8
+
+const (
+	entryFree     entryState = iota
+	entryPlanned             // given to pops in the pass under way
+	entryReserved            // given to a pop restricted to it
+	entryTaken               // leased or committed by this round
+	entryGone                // locked by a concurrent round, holding nothing, or never contacted
+)
+
+type roundPop struct {
+	claim  int // index into claims and out
+	group  int
+	budget int // messages still wanted
+	parts  int // partitions taken
+	taken  int
+	done   bool
+}
+
+func newScopeRound(claims []queengo.ClaimParams, sc []int) *scopeRound {
+	r := &scopeRound{claims: claims, queues: pgUUIDs(claims[sc[0]].QueueIDs)}
+	index := map[string]int{}
+	intents := false
+	for _, i := range sc {
+		p := &claims[i]
+		k, ok := index[p.Group]
+		if !ok {
+			// The group's first pop in the round brings its intent.
+			mode, from := "", pgtype.Timestamptz{}
+			switch {
+			case p.SubFrom != nil:
+				mode, from = "timestamp", pgtype.Timestamptz{Time: *p.SubFrom, Valid: true}
+			case p.SubFromNow, p.SubMode == queengo.SubscriptionNew:
+				mode = "new"
+			case p.SubMode == queengo.SubscriptionAll:
+				mode = "all"
+			}
+			intents = intents || mode != ""
+			k = len(r.groups)
+			index[p.Group] = k
+			r.names, r.modes, r.froms = append(r.names, p.Group), append(r.modes, mode), append(r.froms, from)
+			r.groups = append(r.groups, roundGroup{cands: map[uuid.UUID]bool{}, direct: true, readyTo: -1})
+		}
+		g := &r.groups[k]
+		switch {
+		case p.Partition != uuid.Nil:
+			g.cands[p.Partition] = true
+		case p.Candidates == nil:
+			g.full = true
+		default:
+			for _, pid := range p.Candidates {
+				g.cands[pid] = true
+			}
+		}
+		g.direct = g.direct && p.Partition == uuid.Nil && p.MaxParts == 1
+		if p.Partition == uuid.Nil || g.readyTo < 0 || r.claims[r.pops[g.readyTo].claim].Partition != uuid.Nil {
+			g.readyTo = len(r.pops)
+		}
+		r.pops = append(r.pops, roundPop{claim: i, group: k, budget: max(p.Batch, 1)})
+	}
+	if intents {
+		r.pre = append(r.pre, preStatement{`SELECT queen.claim_subscribe($1, $2, $3, $4)`,
+			[]any{r.queues, r.names, r.modes, r.froms}})
+	}
+	return r
+}
+
+// candidates returns the partitions group k searches, nil when it searches
+// everything in scope.
+func (r *scopeRound) candidates(k int) []pgtype.UUID {
+	g := &r.groups[k]
+	if g.full {
+		return nil
+	}
+	out := make([]pgtype.UUID, 0, len(g.cands))
+	for pid := range g.cands {
+		out = append(out, pgUUID(pid))
+	}
+	return out
+}
+
+// read loads the claimable partitions of the groups that are not direct,
+// creating the cursors they lack. With only direct groups it sends nothing:
+// the statements waiting in pre go with the first claim_take.
+func (r *scopeRound) read(ctx context.Context, c *pgxpool.Conn) error {
+	if !slices.ContainsFunc(r.groups, func(g roundGroup) bool { return !g.direct }) {
+		return nil
+	}
+	full := make([]bool, len(r.groups))
+	var candGroups []int32
+	var candParts []pgtype.UUID
+	for k, g := range r.groups {
+		if g.direct {
+			continue
+		}
+		full[k] = g.full
+		for _, pid := range r.candidates(k) {
+			candGroups, candParts = append(candGroups, int32(k+1)), append(candParts, pid)
 		}
 	}
-	// A failure at commit (Sync) rolls back every claim read above.
-	if err := br.Close(); err != nil {
+	const readSQL = `SELECT grp, partition_id, avail FROM queen.claim_read($1, $2, $3, $4, $5)`
+	b := r.batch()
+	b.Queue(readSQL, r.queues, r.names, full, candGroups, candParts)
+	missing, err := r.readBatch(ctx, c, b)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	// First contact, then the claimable partitions again, with the new
+	// cursors; a partition still without one is left alone.
+	r.contact(missing)
+	b = r.batch()
+	b.Queue(readSQL, r.queues, r.names, full, candGroups, candParts)
+	_, err = r.readBatch(ctx, c, b)
+	return err
+}
+
+// batch starts a batch with the statements waiting in pre.
+func (r *scopeRound) batch() *pgx.Batch {
+	b := &pgx.Batch{}
+	for _, st := range r.pre {
+		b.Queue(st.sql, st.args...)
+	}
+	return b
+}
+
+// sendPre reads the answers of the statements of pre that start br and
+// empties pre.
+func (r *scopeRound) sendPre(br pgx.BatchResults) error {
+	for range r.pre {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	r.pre = nil
+	return nil
+}
+
+// flush sends the statements still waiting in pre: the first contacts a
+// round's last claim_take found needed when its pops were served anyway.
+func (r *scopeRound) flush(ctx context.Context, c *pgxpool.Conn) error {
+	if len(r.pre) == 0 {
+		return nil
+	}
+	br := c.SendBatch(ctx, r.batch())
+	defer br.Close()
+	if err := r.sendPre(br); err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// contact queues the first contact of the groups with partitions they never
+// contacted, for the next batch.
+func (r *scopeRound) contact(missing []missingCursor) {
+	var ks []int32
+	var pids []pgtype.UUID
+	for _, m := range missing {
+		ks, pids = append(ks, int32(m.group+1)), append(pids, pgUUID(m.pid))
+	}
+	r.pre = append(r.pre, preStatement{`SELECT queen.claim_contact($1, $2, $3, $4, $5)`,
+		[]any{r.names, r.modes, r.froms, ks, pids}})
+}
+
+type missingCursor struct {
+	group int
+	pid   uuid.UUID
+}
+
+// readBatch sends b, whose last statement is claim_read, and replaces the
+// groups' entries with its answer. It returns the partitions never
+// contacted, which become gone.
+func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batch) ([]missingCursor, error) {
+	br := c.SendBatch(ctx, b)
+	defer br.Close()
+	if err := r.sendPre(br); err != nil {
 		return nil, err
 	}
-	return out, nil
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	for k := range r.groups {
+		r.groups[k].entries = r.groups[k].entries[:0]
+	}
+	var missing []missingCursor
+	var (
+		k     int32
+		pid   pgtype.UUID
+		avail pgtype.Int8
+	)
+	_, err = pgx.ForEachRow(rows, []any{&k, &pid, &avail}, func() error {
+		if k < 1 || int(k) > len(r.groups) {
+			return fmt.Errorf("claim_read answered for group %d of %d", k, len(r.groups))
+		}
+		e := roundEntry{pid: pid.Bytes, avail: avail.Int64}
+		if !avail.Valid {
+			e.state = entryGone
+			missing = append(missing, missingCursor{group: int(k - 1), pid: pid.Bytes})
+		}
+		r.groups[k-1].entries = append(r.groups[k-1].entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return missing, br.Close()
+}
+
+// takeCall is one claim_take: pops of one group served from a pool of its
+// claimable partitions (direct: the ones claim_take finds).
+type takeCall struct {
+	group  int
+	direct bool
+	pool   []int // entries, in the order of preference
+	slots  []int // per row to lock, the number of its pop in pops (1-based)
+	pops   []int // the call's pops (indexes into scopeRound.pops)
+}
+
+// handOut gives each pop that still wants messages claimable partitions of
+// its group, in claim order, within its budget (as claim_read counted the
+// messages) and its cap, and returns the claim_take calls that lock them: one
+// per group for the pops that take any partition (its pool is every free
+// partition of the group, so rows locked elsewhere are skipped for the next
+// ones), one per pop restricted to a single partition. A direct group's
+// pops get one row each from the call, which finds the partitions itself.
+func (r *scopeRound) handOut() []*takeCall {
+	var calls []*takeCall
+	shared := make([]*takeCall, len(r.groups))
+	for k := range r.groups {
+		r.groups[k].next = 0
+	}
+	for pi := range r.pops {
+		p := &r.pops[pi]
+		cl := &r.claims[p.claim]
+		if p.done || p.budget <= 0 || (cl.MaxParts > 0 && p.parts >= cl.MaxParts) {
+			continue
+		}
+		g := &r.groups[p.group]
+		call := shared[p.group]
+		if g.direct || cl.Partition == uuid.Nil {
+			if call == nil {
+				call = &takeCall{group: p.group, direct: g.direct}
+				shared[p.group] = call
+				calls = append(calls, call)
+			}
+		}
+		if g.direct {
+			p.done = true // unless the call meets partitions never contacted
+			call.pops = append(call.pops, pi)
+			call.slots = append(call.slots, len(call.pops))
+			continue
+		}
+		if cl.Partition != uuid.Nil {
+			p.done = true // one partition, one try
+			e := slices.IndexFunc(g.entries, func(e roundEntry) bool { return e.pid == cl.Partition && e.state == entryFree })
+			if e >= 0 {
+				g.entries[e].state = entryReserved
+				calls = append(calls, &takeCall{group: p.group, pool: []int{e}, slots: []int{1}, pops: []int{pi}})
+			}
+			continue
+		}
+		budget, parts, local := p.budget, p.parts, 0
+		e := g.next
+		for ; e < len(g.entries) && budget > 0 && (cl.MaxParts <= 0 || parts < cl.MaxParts); e++ {
+			if g.entries[e].state != entryFree {
+				continue
+			}
+			g.entries[e].state = entryPlanned
+			if local == 0 {
+				call.pops = append(call.pops, pi)
+				local = len(call.pops)
+			}
+			call.slots = append(call.slots, local)
+			budget -= int(min(g.entries[e].avail, int64(budget)))
+			parts++
+		}
+		g.next = e
+		if local == 0 {
+			p.done = true // nothing free is left in its group
+		}
+	}
+	// A group whose pops all wanted nothing more has an empty shared call.
+	calls = slices.DeleteFunc(calls, func(call *takeCall) bool { return len(call.slots) == 0 })
+	for _, call := range calls {
+		if call.direct || len(call.pool) > 0 {
+			continue
+		}
+		for e, en := range r.groups[call.group].entries {
+			if en.state == entryPlanned || en.state == entryFree {
+				call.pool = append(call.pool, e)
+			}
+		}
+	}
+	return calls
+}
+
+// take runs the calls in one pipelined batch (one implicit transaction),
+// after the statements waiting in pre, and records what they took: the
+// results of the pops in out, and which partitions are taken, gone or still
+// free.
+func (r *scopeRound) take(ctx context.Context, c *pgxpool.Conn, calls []*takeCall, out []queengo.ClaimResult) error {
+	b := r.batch()
+	for _, call := range calls {
+		g := &r.groups[call.group]
+		var pool, cands []pgtype.UUID
+		if call.direct {
+			cands = r.candidates(call.group)
+		} else {
+			pool = make([]pgtype.UUID, len(call.pool))
+			for i, e := range call.pool {
+				pool[i] = pgUUID(g.entries[e].pid)
+			}
+		}
+		slots := make([]int32, len(call.slots))
+		for i, s := range call.slots {
+			slots[i] = int32(s)
+		}
+		n := len(call.pops)
+		budgets, mins, secs := make([]int32, n), make([]int32, n), make([]int32, n)
+		autos, leases := make([]bool, n), make([]pgtype.UUID, n)
+		for i, pi := range call.pops {
+			p := &r.pops[pi]
+			cl := &r.claims[p.claim]
+			budgets[i], mins[i], secs[i], autos[i] = int32(p.budget), int32(cl.Min), int32(cl.LeaseSeconds), cl.AutoAck
+			if !cl.AutoAck {
+				leases[i] = pgUUID(cl.LeaseID)
+			}
+		}
+		b.Queue(`SELECT ord, claim, taken, held, partition_id, partition_name, queue_name, span_from, lease_ms,
+first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			r.queues, r.names[call.group], g.full, cands, pool, slots, budgets, mins, secs, autos, leases)
+	}
+	br := c.SendBatch(ctx, b)
+	defer br.Close()
+	if err := r.sendPre(br); err != nil {
+		return err
+	}
+	for _, call := range calls {
+		if err := r.readTake(br, call, out); err != nil {
+			return err
+		}
+	}
+	// A failure at commit (Sync) rolls back every call read above.
+	if err := br.Close(); err != nil {
+		return err
+	}
+	var missing []missingCursor
+	for k := range r.groups {
+		for _, pid := range r.groups[k].missing {
+			missing = append(missing, missingCursor{group: k, pid: pid})
+		}
+		r.groups[k].missing = nil
+	}
+	if len(missing) > 0 {
+		r.contact(missing)
+	}
+	return nil
+}
+
+// readTake reads one claim_take answer.
+func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo.ClaimResult) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	g := &r.groups[call.group]
+	if call.direct {
+		g.entries = g.entries[:0]
+	}
+	locked := make([]bool, len(call.pool))
+	var (
+		ord, claim                  pgtype.Int4
+		taken, from, leaseMS, first pgtype.Int8
+		held, missing               pgtype.Bool
+		pid                         pgtype.UUID
+		pname, qname, created       pgtype.Text
+		frames                      []byte
+		dead                        []int64
+		span                        *queengo.Span
+		nLocked, lastLocked         int
+	)
+	for rows.Next() {
+		if err := rows.Scan(&ord, &claim, &taken, &held, &pid, &pname, &qname, &from, &leaseMS, &first, &created, &frames, &dead, &missing); err != nil {
+			return err
+		}
+		if !claim.Valid {
+			// A partition of a direct call's pool it did not lock.
+			switch {
+			case missing.Bool:
+				// Contacted before the round ends and reported ready: the
+				// next claim sees whether its seed left anything.
+				g.missing = append(g.missing, pid.Bytes)
+				g.entries = append(g.entries, roundEntry{pid: pid.Bytes})
+			case nLocked == len(call.slots) && int(ord.Int32) > lastLocked:
+				g.entries = append(g.entries, roundEntry{pid: pid.Bytes})
+			}
+			continue
+		}
+		if claim.Int32 < 1 || int(claim.Int32) > len(call.pops) || (!call.direct && (ord.Int32 < 1 || int(ord.Int32) > len(call.pool))) {
+			return fmt.Errorf("claim_take answered for row %d of %d, pop %d of %d", ord.Int32, len(call.pool), claim.Int32, len(call.pops))
+		}
+		p := &r.pops[call.pops[claim.Int32-1]]
+		res := &out[p.claim]
+		if taken.Valid {
+			// A locked row; its segments follow.
+			span = nil
+			nLocked, lastLocked = nLocked+1, int(ord.Int32)
+			state := entryGone
+			switch {
+			case taken.Int64 == 0:
+			case held.Bool:
+				state = entryFree
+				p.taken += int(taken.Int64)
+				p.done = true
+			default:
+				state = entryTaken
+				p.taken += int(taken.Int64)
+				p.budget -= int(taken.Int64)
+				p.parts++
+				res.Spans = append(res.Spans, queengo.Span{PartitionID: pid.Bytes, Partition: pname.String, Queue: qname.String,
+					From: from.Int64, To: from.Int64 + taken.Int64 - 1, Lease: time.Duration(leaseMS.Int64) * time.Millisecond})
+				span = &res.Spans[len(res.Spans)-1]
+			}
+			if call.direct {
+				if state == entryFree {
+					g.entries = append(g.entries, roundEntry{pid: pid.Bytes})
+				}
+			} else {
+				locked[ord.Int32-1] = true
+				g.entries[call.pool[ord.Int32-1]].state = state
+			}
+			continue
+		}
+		if span == nil || res.Err != nil {
+			continue
+		}
+		// rows.Scan into []byte copies the value out of the read buffer, so
+		// payloads may alias it after the next row is read.
+		if err := decodeSegment(res, frames, first.Int64, span.From, span.To, dead, created.String, span.PartitionID, span.Partition, span.Queue); err != nil {
+			// The statement ran; only this pop's answer is unusable (its
+			// leases expire and the messages are delivered again).
+			*res = queengo.ClaimResult{Err: fmt.Errorf("error reading claim: %w", err)}
+		}
+		frames = nil
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if call.direct {
+		if len(g.missing) > 0 {
+			// Its pops that got nothing look again once the cursors exist.
+			for _, pi := range call.pops {
+				if p := &r.pops[pi]; p.parts == 0 && p.taken == 0 {
+					p.done = false
+				}
+			}
+		}
+		return nil
+	}
+	// Rows the call passed over were locked by a concurrent round or no
+	// longer claimable; the ones after the last it locked, when it locked as
+	// many as it had pops for, were not looked at and stay free.
+	for i, e := range call.pool {
+		switch {
+		case locked[i]:
+		case nLocked < len(call.slots) || i+1 < lastLocked:
+			g.entries[e].state = entryGone
+		default:
+			g.entries[e].state = entryFree
+		}
+	}
+	return nil
+}
+
+// finish reports, per claim, how many messages it took (or, held by its
+// minimum, found) and, on the pop chosen per group, the claimable
+// partitions the round left untaken.
+func (r *scopeRound) finish(out []queengo.ClaimResult) {
+	for _, p := range r.pops {
+		if out[p.claim].Err == nil {
+			out[p.claim].Taken = p.taken
+		}
+	}
+	for _, g := range r.groups {
+		var ready []uuid.UUID
+		for _, e := range g.entries {
+			if e.state == entryFree && len(ready) < readyMax {
+				ready = append(ready, e.pid)
+			}
+		}
+		if res := &out[r.pops[g.readyTo].claim]; len(ready) > 0 && res.Err == nil {
+			res.Ready = ready
+		}
+	}
 }
 
 // rolledBack reports whether a round that failed with err is known to have
@@ -160,53 +739,6 @@ func rolledBack(ctx context.Context, err error) bool {
 		return false
 	}
 	return true
-}
-
-// badAnswer marks a claim whose rows arrived but could not be decoded.
-type badAnswer struct{ err error }
-
-func (e *badAnswer) Error() string { return e.err.Error() }
-
-func readClaim(br pgx.BatchResults, res *queengo.ClaimResult) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var (
-		kind, pname, qname, created pgtype.Text
-		pid                         pgtype.UUID
-		from, to, leaseMS, first    pgtype.Int8
-		taken                       pgtype.Int8
-		frames                      []byte
-		ready                       []pgtype.UUID
-		dead                        []int64
-	)
-	for rows.Next() {
-		if err := rows.Scan(&kind, &pid, &pname, &qname, &from, &to, &leaseMS, &first, &created, &frames, &taken, &ready, &dead); err != nil {
-			return err
-		}
-		if kind.String == "end" {
-			res.Taken = int(taken.Int64)
-			res.Ready = make([]uuid.UUID, len(ready))
-			for i, r := range ready {
-				res.Ready[i] = r.Bytes
-			}
-			continue
-		}
-		n := len(res.Spans)
-		if n == 0 || res.Spans[n-1].PartitionID != uuid.UUID(pid.Bytes) {
-			res.Spans = append(res.Spans, queengo.Span{PartitionID: pid.Bytes, Partition: pname.String, Queue: qname.String,
-				From: from.Int64, To: to.Int64, Lease: time.Duration(leaseMS.Int64) * time.Millisecond})
-		}
-		// rows.Scan into []byte copies the value out of the read buffer, so
-		// payloads may alias it after the next row is read.
-		if err := decodeSegment(res, frames, first.Int64, from.Int64, to.Int64, dead, created.String, pid.Bytes, pname.String, qname.String); err != nil {
-			return &badAnswer{err: err}
-		}
-		frames = nil
-	}
-	return rows.Err()
 }
 
 // decodeSegment appends the frames of one segment that fall inside

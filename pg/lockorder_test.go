@@ -79,7 +79,11 @@ func holdWrite(t *testing.T, c *pgx.Conn, parts ...uuid.UUID) pgx.Tx {
 	return tx
 }
 
-const claimNewGroup = `SELECT count(*) FROM queen.claim(ARRAY[$1::uuid], NULL, $2, 10, 0, 60, false, gen_random_uuid(), '', NULL, NULL, 0)`
+// claimNewGroup is a round's first contact of group $2 with every partition
+// of queue $1: it creates their cursors.
+const claimNewGroup = `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY[$2::text], ARRAY[''], ARRAY[NULL::timestamptz],
+       array_fill(1, ARRAY[count(*)::integer]), array_agg(p.id ORDER BY p.id))
+  FROM queen.partitions p WHERE p.queue_id = $1::uuid) x`
 
 // TestLockOrder_FirstContactAndWritesNeverWaitForEachOther: a segment
 // write locks its partition rows FOR NO KEY UPDATE, which does not conflict

@@ -24,18 +24,24 @@ $$;
 -- ack applies acknowledgements: item i acks transaction p_txids[i] of
 -- partition p_parts[i] for group p_groups[i] with status p_statuses[i]. Items
 -- are applied in (partition, group, message offset) order, whatever order
--- they came in, so cursor rows are locked in one order and a mixed batch
--- resolves the same way however it was sent. Each (partition, group) cursor
--- is locked and written once per call, however many items it gets.
+-- they came in (the broker merges the acks of concurrent requests into one
+-- call: they resolve as if applied one after the other in that order), so
+-- cursor rows are locked in one order and a mixed batch resolves the same
+-- way however it was sent.
 --
 -- D2: an ack must hit the live span (committed, lease_end], and the live
 -- lease when it names one; committed advances over the contiguous prefix of
 -- resolved offsets (acked or dead-lettered, now or under an earlier lease),
--- never backwards; the lease ends
--- when its whole span is resolved. D3: failed (budget left) or retry ends the
--- lease at once, keeps the resolved prefix, drops the acks beyond it, and for
--- failed delays the rest by retryDelay. D4: the (retryLimit+1)-th failure of
--- an offset dead-letters it. Per-item problems are results, not errors.
+-- never backwards; the lease ends when its whole span is resolved. D3:
+-- failed (budget left) or retry ends the lease at once, keeps the resolved
+-- prefix, drops the acks beyond it, and for failed delays the rest by
+-- retryDelay. D4: the (retryLimit+1)-th failure of an offset dead-letters it.
+-- Per-item problems are results, not errors.
+--
+-- The statements run do not depend on the number of items: one resolving
+-- them, one locking their cursors (in (partition, group) order), one
+-- UPDATE writing every cursor that changed; a failed or dead-lettered item
+-- adds its attempts and dead-letter rows.
 CREATE OR REPLACE FUNCTION queen.ack(
     p_parts    uuid[],
     p_txids    text[],
@@ -54,9 +60,15 @@ CREATE OR REPLACE FUNCTION queen.ack(
 )
 LANGUAGE plpgsql
 SET enable_seqscan = off -- see append_segments in append.sql
+SET plan_cache_mode = force_generic_plan -- see claim_read in claim.sql
 AS $$
+#variable_conflict use_column
 DECLARE
-    r           record;
+    t           record;
+    cur         refcursor;
+    c           record;
+    v_have      boolean;
+    -- The cursor of the items being applied, as it will be written.
     v_part      uuid;
     v_grp       text;
     v_found     boolean := false;
@@ -69,54 +81,85 @@ DECLARE
     v_not_bef   timestamptz;
     v_moved     bigint;
     v_dirty     boolean := false;
+    -- Every cursor that changed; u_ack_k/u_ack_off hold their acked arrays
+    -- flattened (cursor number, offset).
+    u_part      uuid[] := '{}';
+    u_grp       text[] := '{}';
+    u_committed bigint[] := '{}';
+    u_lease     uuid[] := '{}';
+    u_end       bigint[] := '{}';
+    u_expires   timestamptz[] := '{}';
+    u_not_bef   timestamptz[] := '{}';
+    u_moved     bigint[] := '{}';
+    u_ack_k     integer[] := '{}';
+    u_ack_off   bigint[] := '{}';
     v_fails     integer;
     v_status    text;
+    v_now       timestamptz := now();
+    k           integer;
 BEGIN
-    FOR r IN
-        SELECT t.ord::integer AS i, t.part, t.grp,
-               (SELECT x."offset" FROM queen.txids x WHERE x.partition_id = t.part AND x.transaction_id = t.txid) AS off,
-               q.name AS qname, p.name AS pname, q.retry_limit, q.retry_delay
-          FROM unnest(p_parts, p_txids, p_groups) WITH ORDINALITY AS t(part, txid, grp, ord)
-          LEFT JOIN queen.partitions p ON p.id = t.part
+    -- The cursors the items may change, locked in (partition, group) order,
+    -- with the offsets of their spans dead-lettered under an earlier lease:
+    -- those stay resolved (D5).
+    OPEN cur FOR
+        SELECT c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked,
+               c.not_before,
+               ARRAY(SELECT d."offset" FROM queen.dead_letters d
+                      WHERE d.partition_id = c.partition_id AND d.consumer_group = c.consumer_group
+                        AND d."offset" > c.committed AND d."offset" <= coalesce(c.lease_end, c.committed)) AS dead
+          FROM (SELECT DISTINCT u.part, u.grp FROM unnest(p_parts, p_groups, p_statuses) AS u(part, grp, status)
+                 WHERE u.status IN ('completed', 'success', 'failed', 'retry', 'dlq')) i
+          JOIN queen.cursors c ON c.partition_id = i.part AND c.consumer_group = i.grp
+         ORDER BY c.partition_id, c.consumer_group
+           FOR UPDATE OF c;
+    FETCH cur INTO c;
+    v_have := FOUND;
+
+    FOR t IN
+        SELECT u.ord::integer AS i, u.part, u.grp, q.name AS qname, p.name AS pname, q.retry_limit, q.retry_delay,
+               CASE WHEN q.id IS NOT NULL THEN
+                   (SELECT x."offset" FROM queen.txids x WHERE x.partition_id = u.part AND x.transaction_id = u.txid) END AS off
+          FROM unnest(p_parts, p_txids, p_groups) WITH ORDINALITY AS u(part, txid, grp, ord)
+          LEFT JOIN queen.partitions p ON p.id = u.part
           LEFT JOIN queen.queues q ON q.id = p.queue_id
-         ORDER BY t.part, t.grp, off, t.ord
+         ORDER BY u.part, u.grp, off, u.ord
     LOOP
-        idx := r.i; success := false; error := NULL; lease_released := false; dlq := false;
+        idx := t.i; success := false; error := NULL; lease_released := false; dlq := false;
         queue_name := NULL; partition_name := NULL; v_fails := NULL;
-        v_status := p_statuses[r.i];
-        IF r.qname IS NULL OR r.off IS NULL THEN
+        v_status := p_statuses[t.i];
+        IF t.off IS NULL THEN
             error := 'Message not found';
             RETURN NEXT;
             CONTINUE;
         END IF;
-        queue_name := r.qname; partition_name := r.pname;
+        queue_name := t.qname; partition_name := t.pname;
         IF v_status NOT IN ('completed', 'success', 'failed', 'retry', 'dlq') THEN
             RETURN NEXT; -- unknown status: nothing happens (A-12)
             CONTINUE;
         END IF;
 
-        IF v_part IS DISTINCT FROM r.part OR v_grp IS DISTINCT FROM r.grp THEN
+        IF v_part IS DISTINCT FROM t.part OR v_grp IS DISTINCT FROM t.grp THEN
             IF v_dirty THEN
-                UPDATE queen.cursors SET committed = v_committed, acked = v_acked, lease_id = v_lease,
-                       lease_end = v_end, lease_expires_at = v_expires, not_before = v_not_bef,
-                       total_consumed = total_consumed + v_moved,
-                       last_consumed_at = CASE WHEN v_moved > 0 THEN now() ELSE last_consumed_at END
-                 WHERE partition_id = v_part AND consumer_group = v_grp;
+                k := cardinality(u_part) + 1;
+                u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
+                u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
+                u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved;
+                u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
             END IF;
-            v_part := r.part; v_grp := r.grp; v_dirty := false; v_moved := 0;
-            SELECT c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked, c.not_before
-              INTO v_committed, v_lease, v_end, v_expires, v_acked, v_not_bef
-              FROM queen.cursors c WHERE c.partition_id = r.part AND c.consumer_group = r.grp FOR UPDATE;
-            v_found := FOUND;
-            -- Offsets of the span dead-lettered under an earlier lease stay
-            -- resolved (D5).
-            v_dead := ARRAY(SELECT d."offset" FROM queen.dead_letters d
-                             WHERE d.partition_id = r.part AND d.consumer_group = r.grp
-                               AND d."offset" > v_committed AND d."offset" <= coalesce(v_end, v_committed));
+            v_part := t.part; v_grp := t.grp; v_dirty := false; v_moved := 0;
+            WHILE v_have AND (c.partition_id, c.consumer_group) < (v_part, v_grp) LOOP
+                FETCH cur INTO c;
+                v_have := FOUND;
+            END LOOP;
+            v_found := v_have AND c.partition_id = v_part AND c.consumer_group = v_grp;
+            IF v_found THEN
+                v_committed := c.committed; v_lease := c.lease_id; v_end := c.lease_end; v_expires := c.lease_expires_at;
+                v_acked := c.acked; v_not_bef := c.not_before; v_dead := c.dead;
+            END IF;
         END IF;
 
-        IF NOT v_found OR v_lease IS NULL OR v_expires <= now() OR r.off <= v_committed OR r.off > v_end
-           OR (p_leases[r.i] IS NOT NULL AND p_leases[r.i] <> v_lease) THEN
+        IF NOT v_found OR v_lease IS NULL OR v_expires <= v_now OR t.off <= v_committed OR t.off > v_end
+           OR (p_leases[t.i] IS NOT NULL AND p_leases[t.i] <> v_lease) THEN
             error := 'Invalid or expired lease';
             RETURN NEXT;
             CONTINUE;
@@ -125,30 +168,30 @@ BEGIN
 
         IF v_status = 'failed' THEN
             INSERT INTO queen.attempts AS a (partition_id, consumer_group, "offset", failures)
-            VALUES (r.part, r.grp, r.off, 1)
+            VALUES (v_part, v_grp, t.off, 1)
             ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE SET failures = a.failures + 1
             RETURNING a.failures INTO v_fails;
-            IF v_fails > r.retry_limit THEN
+            IF v_fails > t.retry_limit THEN
                 v_status := 'dlq';
             END IF;
         END IF;
 
         IF v_status = 'dlq' THEN
             -- retryCount: the retries the message had (failures before this one).
-            PERFORM queen.dead_letter(r.part, r.grp, r.off, coalesce(nullif(p_errors[r.i], ''), 'Retries exhausted'),
+            PERFORM queen.dead_letter(v_part, v_grp, t.off, coalesce(nullif(p_errors[t.i], ''), 'Retries exhausted'),
                                       coalesce(v_fails - 1, (SELECT a.failures FROM queen.attempts a
-                                                              WHERE a.partition_id = r.part AND a.consumer_group = r.grp
-                                                                AND a."offset" = r.off), 0));
+                                                              WHERE a.partition_id = v_part AND a.consumer_group = v_grp
+                                                                AND a."offset" = t.off), 0));
             dlq := true;
         END IF;
         IF v_status IN ('completed', 'success', 'dlq') THEN
-            IF r.off = v_committed + 1 THEN
+            IF t.off = v_committed + 1 THEN
                 -- The common case, items in offset order: the prefix grows
                 -- by one without touching the array.
                 v_committed := v_committed + 1;
                 v_moved := v_moved + 1;
-            ELSIF NOT r.off = ANY (v_acked) THEN
-                v_acked := v_acked || r.off;
+            ELSIF NOT t.off = ANY (v_acked) THEN
+                v_acked := v_acked || t.off;
             END IF;
         END IF;
         -- Advance over the contiguous resolved prefix.
@@ -162,19 +205,31 @@ BEGIN
             -- The lease ends: the whole span is resolved, or a failure or
             -- retry hands the unresolved rest back for redelivery.
             v_acked := '{}'; v_lease := NULL; v_end := NULL; v_expires := NULL;
-            v_not_bef := CASE WHEN v_status = 'failed' AND r.retry_delay > 0
-                              THEN now() + make_interval(secs => r.retry_delay / 1000.0) END;
+            v_not_bef := CASE WHEN v_status = 'failed' AND t.retry_delay > 0
+                              THEN v_now + make_interval(secs => t.retry_delay / 1000.0) END;
             lease_released := true;
         END IF;
         success := true;
         RETURN NEXT;
     END LOOP;
+    CLOSE cur;
     IF v_dirty THEN
-        UPDATE queen.cursors SET committed = v_committed, acked = v_acked, lease_id = v_lease,
-               lease_end = v_end, lease_expires_at = v_expires, not_before = v_not_bef,
-               total_consumed = total_consumed + v_moved,
-               last_consumed_at = CASE WHEN v_moved > 0 THEN now() ELSE last_consumed_at END
-         WHERE partition_id = v_part AND consumer_group = v_grp;
+        k := cardinality(u_part) + 1;
+        u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
+        u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
+        u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved;
+        u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
     END IF;
+
+    UPDATE queen.cursors c
+       SET committed = u.committed, lease_id = u.lease, lease_end = u.lease_end, lease_expires_at = u.expires,
+           not_before = u.not_before, total_consumed = c.total_consumed + u.moved,
+           last_consumed_at = CASE WHEN u.moved > 0 THEN v_now ELSE c.last_consumed_at END,
+           acked = CASE WHEN u.k = ANY (u_ack_k)
+                        THEN ARRAY(SELECT a.off FROM unnest(u_ack_k, u_ack_off) AS a(k, off) WHERE a.k = u.k)
+                        ELSE '{}' END
+      FROM unnest(u_part, u_grp, u_committed, u_lease, u_end, u_expires, u_not_bef, u_moved)
+               WITH ORDINALITY AS u(part, grp, committed, lease, lease_end, expires, not_before, moved, k)
+     WHERE c.partition_id = u.part AND c.consumer_group = u.grp;
 END;
 $$;

@@ -36,224 +36,285 @@ LANGUAGE sql STABLE AS $$
         END)
 $$;
 
--- claim serves one pop: it leases (or, with autoAck, commits) spans just past
--- the group's cursor in up to p_max_parts partitions (0: no cap) within one
--- message budget, and returns the segments that hold them, one row each, in
--- delivery order. A final row with kind 'end' reports how many messages were
--- taken and which claimable partitions (up to 1000) it left untaken because
--- the budget or the cap ran out (ready); the ones a concurrent pop had locked
--- are not reported, that pop reports them.
+-- The claim of one pop per call (8-10 statements each), replaced by the
+-- set-based functions below.
+DROP FUNCTION IF EXISTS queen.claim(uuid[], uuid, text, integer, integer, integer, boolean, uuid, text, timestamptz,
+                                    uuid[], integer);
+
+-- A claim round serves every pop a queue (or discovery scope) actor has ready
+-- at once, whatever their number, in a fixed number of statements (the
+-- broker's side: pg/claim.go). Per consumer group of the round:
 --
--- p_queue_ids lists the queues in scope, highest priority first; p_partition
--- restricts the pop to one partition; p_candidates, when not NULL, restricts
--- the search to the partitions the broker believes ready, so an idle or leased
--- partition costs nothing. p_sub_mode is '' (not given), 'all' or 'new';
--- p_sub_from is a parsed subscriptionFrom ('now' resolves to now()) or NULL.
--- With p_min > 0 nothing is leased unless at least p_min messages are
--- available: the 'end' row then reports the count (minPopWaitTime holds).
-CREATE OR REPLACE FUNCTION queen.claim(
-    p_queue_ids     uuid[],
-    p_partition     uuid,
-    p_group         text,
-    p_batch         integer,
-    p_max_parts     integer,
-    p_lease_seconds integer,
-    p_auto_ack      boolean,
-    p_lease_id      uuid,
-    p_sub_mode      text,
-    p_sub_from      timestamptz,
-    p_candidates    uuid[],
-    p_min           integer
+--   claim_take     locks partitions for the group's pops, writes the leases
+--                  (or autoAck commits) and returns the frames. When every
+--                  pop of the group takes one partition (partitions=1, the
+--                  default) it finds the claimable partitions itself: the
+--                  round is this one statement.
+--   claim_read     otherwise first: the claimable partitions and what they
+--                  hold, which the broker hands out to the pops within their
+--                  budget and cap before claim_take locks them;
+--   claim_contact  when a group meets partitions it never contacted: their
+--                  cursors, then claim_take (or claim_read) again;
+--   claim_subscribe when a pop carries a subscription intent: the durable
+--                  records of groups that have none (D6).
+--
+-- The statements of one step of a round are pipelined in one implicit
+-- transaction; claim_take runs again only for pops a concurrent round beat
+-- to every partition they were given.
+
+-- claim_subscribe records, per queue of p_queue_ids, the intent of each
+-- group that carries one (p_sub_modes[g]: 'all', 'new', or 'timestamp' with
+-- p_sub_froms[g]; '' none) and has neither a record nor a cursor there yet:
+-- the first pop of a new group that carries a mode or a time writes the
+-- durable record (D6), even when it contacts no partition. Queue mode has
+-- none. In (queue id, group) order; a round inserts records before cursors
+-- (lock order: docs/architecture.md).
+CREATE OR REPLACE FUNCTION queen.claim_subscribe(p_queue_ids uuid[], p_groups text[], p_sub_modes text[],
+                                                 p_sub_froms timestamptz[])
+RETURNS void
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments in append.sql
+AS $$
+BEGIN
+    INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, from_ts)
+    SELECT q.id, g.name, g.mode, CASE g.mode WHEN 'new' THEN now() WHEN 'timestamp' THEN g.from_ts END
+      FROM unnest(p_groups, p_sub_modes, p_sub_froms) AS g(name, mode, from_ts), unnest(p_queue_ids) AS q(id)
+     WHERE g.mode <> '' AND g.name <> '__QUEUE_MODE__'
+       AND NOT EXISTS (SELECT 1 FROM queen.subscriptions s WHERE s.queue_id = q.id AND s.consumer_group = g.name)
+       AND NOT EXISTS (SELECT 1 FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
+                        WHERE p.queue_id = q.id AND c.consumer_group = g.name)
+     ORDER BY q.id, g.name
+    ON CONFLICT DO NOTHING;
+END;
+$$;
+
+-- claimable lists, per group g (p_groups[g]), the partitions it could claim
+-- now, read without locks, with how many messages each holds past the
+-- group's cursor (avail: an estimate) and what orders them for claiming
+-- (qpos, the queue's position in p_queue_ids, which lists the queues in
+-- scope by priority; lca, when the group last consumed from it). A partition
+-- the group never contacted comes with avail NULL. Group g searches every
+-- partition of the queues in scope (p_full[g]) or only the pairs
+-- (p_cand_groups, p_cand_parts) naming it: the partitions the broker
+-- believes ready, so an idle or leased partition costs nothing. Partitions
+-- whose backlog is all younger than delayedProcessing are not claimable, so
+-- they neither count toward a cap nor starve the others. A plain SQL
+-- function, inlined into the statements that use it.
+CREATE OR REPLACE FUNCTION queen.claimable(p_queue_ids uuid[], p_groups text[], p_full boolean[],
+                                           p_cand_groups integer[], p_cand_parts uuid[])
+RETURNS TABLE (grp integer, partition_id uuid, avail bigint, qpos integer, lca timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT x.k, x.pid, x.avail, x.qpos, x.lca
+      FROM (SELECT s.k::integer AS k, p.id AS pid, array_position(p_queue_ids, p.queue_id) AS qpos,
+                   c.last_consumed_at AS lca,
+                   CASE WHEN q.delayed_processing > 0
+                        THEN queen.deliverable_head(p.id, p.head, q.delayed_processing, now())
+                        ELSE p.head END - c.committed AS avail
+              FROM (SELECT f.k, pf.id AS pid
+                      FROM unnest(p_full) WITH ORDINALITY AS f(full_search, k)
+                      JOIN queen.partitions pf ON pf.queue_id = ANY (p_queue_ids)
+                     WHERE f.full_search
+                    UNION ALL
+                    SELECT u.k, u.pid FROM unnest(p_cand_groups, p_cand_parts) AS u(k, pid)) s
+              JOIN queen.partitions p ON p.id = s.pid
+              JOIN queen.queues q ON q.id = p.queue_id
+              LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = p_groups[s.k]
+             WHERE p.queue_id = ANY (p_queue_ids)
+               AND (c.partition_id IS NULL
+                    OR (p.head > c.committed
+                        AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+                        AND (c.not_before IS NULL OR c.not_before <= now())
+                        AND (q.window_buffer <= 0 OR p.last_write_at <= now() - make_interval(secs => q.window_buffer))))) x
+     WHERE x.avail IS NULL OR x.avail > 0
+$$;
+
+-- claim_read returns claimable (see there) per group in claim order: queues
+-- by priority, then the least recently consumed partition first.
+CREATE OR REPLACE FUNCTION queen.claim_read(p_queue_ids uuid[], p_groups text[], p_full boolean[],
+                                            p_cand_groups integer[], p_cand_parts uuid[])
+RETURNS TABLE (grp integer, partition_id uuid, avail bigint)
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments in append.sql
+-- One plan for every call: with custom plans (the default for the first
+-- calls, and kept when the array arguments make them look cheaper) the
+-- statement was planned again at every call, a third of its cost.
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT x.grp, x.partition_id, x.avail
+      FROM queen.claimable(p_queue_ids, p_groups, p_full, p_cand_groups, p_cand_parts) x
+     ORDER BY x.grp, x.qpos, x.lca NULLS FIRST, x.partition_id;
+END;
+$$;
+
+-- claim_contact creates the cursors of group p_groups[p_k[i]] on partition
+-- p_pids[i], seeded (D6) by the group's durable record, else by the intent
+-- its first pop of the round carried (p_sub_modes, p_sub_froms as for
+-- claim_subscribe); queue mode is never seeded. In (queue id, partition id,
+-- group) order: a concurrent first contact waits on every row this one
+-- inserted first, so every round inserts in one order. The foreign-key check
+-- takes FOR KEY SHARE on each partition row, which the writers' FOR NO KEY
+-- UPDATE does not block: a first contact never waits for a segment write
+-- (issue 8).
+CREATE OR REPLACE FUNCTION queen.claim_contact(p_groups text[], p_sub_modes text[], p_sub_froms timestamptz[],
+                                               p_k integer[], p_pids uuid[])
+RETURNS void
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments in append.sql
+AS $$
+BEGIN
+    INSERT INTO queen.cursors (partition_id, consumer_group, committed)
+    SELECT p.id, p_groups[m.k],
+           queen.seed_offset(p.id, p.head,
+               CASE WHEN p_groups[m.k] = '__QUEUE_MODE__' THEN NULL
+                    WHEN s.queue_id IS NOT NULL THEN s.from_ts
+                    WHEN p_sub_modes[m.k] = 'new' THEN now()
+                    WHEN p_sub_modes[m.k] = 'timestamp' THEN p_sub_froms[m.k] END)
+      FROM unnest(p_k, p_pids) AS m(k, pid)
+      JOIN queen.partitions p ON p.id = m.pid
+      LEFT JOIN queen.subscriptions s ON s.queue_id = p.queue_id AND s.consumer_group = p_groups[m.k]
+     ORDER BY p.queue_id, p.id, p_groups[m.k]
+    ON CONFLICT DO NOTHING;
+END;
+$$;
+
+-- claim_take serves pops of group p_group in one statement. Its pool is
+-- p_pool, in that order of preference, or, when p_pool is NULL, the group's
+-- claimable partitions (claimable, searching everything in scope with
+-- p_full, else p_cands) in claim order. It locks the first
+-- cardinality(p_slots) partitions of the pool that are still claimable,
+-- SKIP LOCKED (a concurrent round keeps what it locked, and this one locks
+-- no more rows than it has pops for), gives the s-th locked row to pop
+-- p_slots[s], cuts each pop's spans within its budget p_budgets[pop] in slot
+-- order, writes the leases (p_lease_ids[pop], for p_lease_secs[pop] or the
+-- queue's lease) or, for autoAck pops, commits the cursors, and returns them.
+--
+-- Rows come in (pop, slot) order: for every locked row one with frames NULL
+-- (taken: the messages it gave its pop, 0 when it held none after all),
+-- followed by one row per segment of its span. A pop with p_mins[pop] > 0
+-- takes nothing unless its rows hold that many messages (minPopWaitTime):
+-- its rows then report taken, and held. Only the spans' frames leave the
+-- database: the first and last segments are cut with their ends[] table.
+-- Offsets of a span the group dead-lettered under an earlier lease stay
+-- resolved: they are leased along but not delivered (D5), and listed in dead.
+-- With p_pool NULL, one row (claim NULL) follows per partition of the pool
+-- it did not lock: missing when the group never contacted it.
+CREATE OR REPLACE FUNCTION queen.claim_take(
+    p_queue_ids  uuid[],
+    p_group      text,
+    p_full       boolean,
+    p_cands      uuid[],
+    p_pool       uuid[],
+    p_slots      integer[],
+    p_budgets    integer[],
+    p_mins       integer[],
+    p_lease_secs integer[],
+    p_auto_acks  boolean[],
+    p_lease_ids  uuid[]
 ) RETURNS TABLE (
-    kind           text,
+    ord            integer,
+    claim          integer,
+    taken          bigint,
+    held           boolean,
     partition_id   uuid,
     partition_name text,
     queue_name     text,
     span_from      bigint,
-    span_to        bigint,
     lease_ms       bigint,
     first_offset   bigint,
     created_at     text,
     frames         bytea,
-    taken          bigint,
-    ready          uuid[],
-    dead           bigint[]
+    dead           bigint[],
+    missing        boolean
 )
 LANGUAGE plpgsql
 SET enable_seqscan = off -- see append_segments in append.sql
+SET plan_cache_mode = force_generic_plan -- see claim_read
 AS $$
-DECLARE
-    v_now       timestamptz := now();
-    v_budget    integer := greatest(p_batch, 1);
-    v_qid       uuid;
-    v_sub       record;
-    v_from      timestamptz;
-    v_intent    boolean := p_sub_mode <> '' OR p_sub_from IS NOT NULL;
-    r           record;
-    v_head      bigint;
-    v_take      bigint;
-    v_total     bigint := 0;
-    v_ready     uuid[];
-    v_skipped   uuid[] := '{}';
-    v_dead      bigint[];
-    v_pid       uuid;
-    v_pids      uuid[] := '{}';
-    v_froms     bigint[] := '{}';
-    v_ends      bigint[] := '{}';
-    v_leases    integer[] := '{}';
-    v_pnames    text[] := '{}';
-    v_qnames    text[] := '{}';
-    v_start     bigint;
-    i           integer;
+#variable_conflict use_column
 BEGIN
-    -- First contact: create the cursors this group lacks, seeded (D6). Queue
-    -- mode is never seeded: it always starts at the oldest retained message.
-    -- Queues in id order, and in each its subscription record before its
-    -- cursors: a concurrent first contact of the same group waits on every
-    -- row this one inserted first, so every claim inserts in one order
-    -- (lock order: docs/architecture.md).
-    FOREACH v_qid IN ARRAY ARRAY(SELECT u FROM unnest(p_queue_ids) AS u ORDER BY u) LOOP
-        v_from := NULL;
-        IF p_group <> '__QUEUE_MODE__' THEN
-            SELECT s.mode, s.from_ts INTO v_sub
-              FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
-            IF FOUND THEN
-                v_from := v_sub.from_ts;
-            ELSIF v_intent THEN
-                v_from := CASE WHEN p_sub_from IS NOT NULL THEN p_sub_from
-                               WHEN p_sub_mode = 'new' THEN v_now END;
-                IF NOT EXISTS (SELECT 1 FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
-                                WHERE p.queue_id = v_qid AND c.consumer_group = p_group) THEN
-                    INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, from_ts)
-                    VALUES (v_qid, p_group,
-                            CASE WHEN p_sub_from IS NOT NULL THEN 'timestamp'
-                                 WHEN p_sub_mode = 'new' THEN 'new' ELSE 'all' END,
-                            v_from)
-                    ON CONFLICT DO NOTHING;
-                END IF;
-            END IF;
-        END IF;
-
-        -- In partition id order (see above). The foreign-key check takes
-        -- FOR KEY SHARE on each partition row, which the writers' FOR NO
-        -- KEY UPDATE does not block: a first contact never waits for a
-        -- segment write (issue 8).
-        INSERT INTO queen.cursors (partition_id, consumer_group, committed)
-        SELECT p.id, p_group, queen.seed_offset(p.id, p.head, v_from)
-          FROM queen.partitions p
-         WHERE p.queue_id = v_qid
-           AND (p_partition IS NULL OR p.id = p_partition)
-           AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
-           AND NOT EXISTS (SELECT 1 FROM queen.cursors c
-                            WHERE c.partition_id = p.id AND c.consumer_group = p_group)
-         ORDER BY p.id
-        ON CONFLICT DO NOTHING;
-    END LOOP;
-
-    -- Which partitions are claimable now, in claim order, read without
-    -- locks. Partitions whose backlog is all younger than delayedProcessing
-    -- are not, so they neither count toward the cap nor starve the others.
-    SELECT coalesce(array_agg(x.pid ORDER BY x.qpos, x.lca NULLS FIRST), '{}') INTO v_ready
-      FROM (SELECT c.partition_id AS pid, array_position(p_queue_ids, p.queue_id) AS qpos,
-                   c.last_consumed_at AS lca
-              FROM queen.cursors c
-              JOIN queen.partitions p ON p.id = c.partition_id
-              JOIN queen.queues q ON q.id = p.queue_id
-             WHERE c.consumer_group = p_group
-               AND p.queue_id = ANY (p_queue_ids)
-               AND (p_partition IS NULL OR p.id = p_partition)
-               AND (p_candidates IS NULL OR p.id = ANY (p_candidates))
-               AND p.head > c.committed
-               AND (c.lease_id IS NULL OR c.lease_expires_at <= v_now)
-               AND (c.not_before IS NULL OR c.not_before <= v_now)
-               AND (q.window_buffer <= 0 OR p.last_write_at <= v_now - make_interval(secs => q.window_buffer))
-               AND (q.delayed_processing <= 0
-                    OR queen.deliverable_head(p.id, p.head, q.delayed_processing, v_now) > c.committed)
-             ORDER BY 2, 3 NULLS FIRST
-             LIMIT 1000) x;
-
-    -- Lock them one at a time (SKIP LOCKED: a concurrent pop keeps what it
-    -- locked) and cut spans within the budget, partition by partition. A
-    -- row is locked only when it is about to be used, so a pop never holds
-    -- partitions it will not take.
-    FOREACH v_pid IN ARRAY v_ready LOOP
-        EXIT WHEN v_budget <= 0 OR (p_max_parts > 0 AND cardinality(v_pids) >= p_max_parts);
-        SELECT c.committed, p.name AS pname, p.head, q.name AS qname, q.lease_time, q.delayed_processing
-          INTO r
-          FROM queen.cursors c
+    RETURN QUERY
+    WITH pool AS MATERIALIZED (
+        SELECT u.pid, u.ord::integer AS ord, false AS missing
+          FROM unnest(p_pool) WITH ORDINALITY AS u(pid, ord)
+        UNION ALL
+        SELECT x.partition_id,
+               (row_number() OVER (ORDER BY x.qpos, x.lca NULLS FIRST, x.partition_id))::integer, x.avail IS NULL
+          FROM queen.claimable(p_queue_ids, ARRAY[p_group], ARRAY[p_full],
+                               array_fill(1, ARRAY[coalesce(cardinality(p_cands), 0)]), coalesce(p_cands, '{}')) x
+         WHERE p_pool IS NULL
+    ), locked AS MATERIALIZED (
+        SELECT pool.ord, c.partition_id AS pid, c.committed, p.name AS pname, q.name AS qname, q.lease_time,
+               CASE WHEN q.delayed_processing > 0
+                    THEN queen.deliverable_head(p.id, p.head, q.delayed_processing, now())
+                    ELSE p.head END - c.committed AS avail
+          FROM pool
+          JOIN queen.cursors c ON c.partition_id = pool.pid AND c.consumer_group = p_group
           JOIN queen.partitions p ON p.id = c.partition_id
           JOIN queen.queues q ON q.id = p.queue_id
-         WHERE c.partition_id = v_pid AND c.consumer_group = p_group
+         WHERE NOT pool.missing
            AND p.head > c.committed
-           AND (c.lease_id IS NULL OR c.lease_expires_at <= v_now)
-           AND (c.not_before IS NULL OR c.not_before <= v_now)
-           FOR UPDATE OF c SKIP LOCKED;
-        IF NOT FOUND THEN
-            v_skipped := v_skipped || v_pid; -- a concurrent pop has it
-            CONTINUE;
-        END IF;
-        v_head := CASE WHEN r.delayed_processing > 0
-                       THEN queen.deliverable_head(v_pid, r.head, r.delayed_processing, v_now) ELSE r.head END;
-        v_take := least(v_head - r.committed, v_budget);
-        CONTINUE WHEN v_take <= 0;
-
-        v_pids := v_pids || v_pid;
-        v_froms := v_froms || (r.committed + 1);
-        v_ends := v_ends || (r.committed + v_take);
-        v_leases := v_leases || CASE WHEN p_lease_seconds > 0 THEN p_lease_seconds
-                                     WHEN r.lease_time > 0 THEN r.lease_time ELSE 60 END;
-        v_pnames := v_pnames || r.pname;
-        v_qnames := v_qnames || r.qname;
-        v_budget := v_budget - v_take::integer;
-        v_total := v_total + v_take;
-    END LOOP;
-
-    IF p_min > 0 AND v_total < p_min THEN
-        RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-                            NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total, v_ready, NULL::bigint[];
-        RETURN;
-    END IF;
-
-    FOR i IN 1 .. cardinality(v_pids) LOOP
-        IF p_auto_ack THEN
-            UPDATE queen.cursors c
-               SET committed = v_ends[i], lease_id = NULL, lease_end = NULL, lease_expires_at = NULL,
-                   acked = '{}', total_consumed = c.total_consumed + (v_ends[i] - v_froms[i] + 1),
-                   last_consumed_at = v_now
-             WHERE c.partition_id = v_pids[i] AND c.consumer_group = p_group;
-        ELSE
-            UPDATE queen.cursors c
-               SET lease_id = p_lease_id, lease_end = v_ends[i],
-                   lease_expires_at = v_now + make_interval(secs => v_leases[i]),
-                   acked = '{}', last_consumed_at = v_now
-             WHERE c.partition_id = v_pids[i] AND c.consumer_group = p_group;
-        END IF;
-
-        SELECT coalesce(max(s.first_offset), v_froms[i]) INTO v_start FROM queen.segments s
-         WHERE s.partition_id = v_pids[i] AND s.first_offset <= v_froms[i];
-
-        -- Offsets of the span this group dead-lettered under an earlier
-        -- lease stay resolved: they are leased along but not delivered (D5).
-        v_dead := ARRAY(SELECT d."offset" FROM queen.dead_letters d
-                         WHERE d.partition_id = v_pids[i] AND d.consumer_group = p_group
-                           AND d."offset" BETWEEN v_froms[i] AND v_ends[i]);
-
-        -- Only the span's frames leave the database: the first and last
-        -- segments are cut with their ends[] table.
-        RETURN QUERY
-        SELECT 'seg'::text, v_pids[i], v_pnames[i], v_qnames[i], v_froms[i], v_ends[i], v_leases[i] * 1000::bigint,
-               s.first_offset + x.k0, to_char(s.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               queen.frame_slice(s.frames, s.ends, x.k0, x.k1), NULL::bigint, NULL::uuid[], v_dead
-          FROM queen.segments s,
-               LATERAL (SELECT greatest(v_froms[i] - s.first_offset, 0)::integer AS k0,
-                               (least(v_ends[i], s.last_offset) - s.first_offset)::integer AS k1) x
-         WHERE s.partition_id = v_pids[i] AND s.first_offset >= v_start AND s.first_offset <= v_ends[i]
-         ORDER BY s.first_offset;
-    END LOOP;
-
-    RETURN QUERY SELECT 'end'::text, NULL::uuid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-                        NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, v_total,
-                        ARRAY(SELECT u FROM unnest(v_ready) AS u WHERE u <> ALL (v_pids) AND u <> ALL (v_skipped)),
-                        NULL::bigint[];
+           AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+           AND (c.not_before IS NULL OR c.not_before <= now())
+           AND (q.window_buffer <= 0 OR p.last_write_at <= now() - make_interval(secs => q.window_buffer))
+         ORDER BY pool.ord
+         LIMIT cardinality(p_slots)
+           FOR UPDATE OF c SKIP LOCKED
+    ), slotted AS (
+        SELECT l.*, p_slots[l.slot] AS claim_no
+          FROM (SELECT l0.*, row_number() OVER (ORDER BY l0.ord)::integer AS slot FROM locked l0) l
+    ), cut AS (
+        -- Greedy in slot order: a row gives what it holds, up to what its
+        -- pop's budget has left after the rows before it.
+        SELECT s.*, greatest(least(s.avail, p_budgets[s.claim_no]
+                    - coalesce(sum(greatest(s.avail, 0)) OVER (PARTITION BY s.claim_no ORDER BY s.slot
+                                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)), 0)::bigint AS take
+          FROM slotted s
+    ), spans AS (
+        SELECT c.*, p_mins[c.claim_no] > 0 AND sum(c.take) OVER (PARTITION BY c.claim_no) < p_mins[c.claim_no] AS hold,
+               CASE WHEN p_lease_secs[c.claim_no] > 0 THEN p_lease_secs[c.claim_no]
+                    WHEN c.lease_time > 0 THEN c.lease_time ELSE 60 END AS secs
+          FROM cut c
+    ), written AS (
+        UPDATE queen.cursors c
+           SET committed = CASE WHEN p_auto_acks[s.claim_no] THEN s.committed + s.take ELSE c.committed END,
+               lease_id = CASE WHEN p_auto_acks[s.claim_no] THEN NULL ELSE p_lease_ids[s.claim_no] END,
+               lease_end = CASE WHEN p_auto_acks[s.claim_no] THEN NULL ELSE s.committed + s.take END,
+               lease_expires_at = CASE WHEN p_auto_acks[s.claim_no] THEN NULL
+                                       ELSE now() + make_interval(secs => s.secs) END,
+               acked = '{}',
+               total_consumed = c.total_consumed + CASE WHEN p_auto_acks[s.claim_no] THEN s.take ELSE 0 END,
+               last_consumed_at = now()
+          FROM spans s
+         WHERE c.partition_id = s.pid AND c.consumer_group = p_group AND s.take > 0 AND NOT s.hold
+        RETURNING c.partition_id
+    )
+    SELECT s.ord, s.claim_no, s.take, s.hold, s.pid, s.pname, s.qname, s.committed + 1, 1000::bigint * s.secs,
+           NULL::bigint, NULL::text, NULL::bytea, NULL::bigint[], false
+      FROM spans s
+    UNION ALL
+    SELECT s.ord, s.claim_no, NULL::bigint, NULL::boolean, s.pid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+           g.first_offset + g.k0, g.created_at, queen.frame_slice(g.frames, g.ends, g.k0, g.k1), d.dead, false
+      FROM spans s
+     CROSS JOIN LATERAL (SELECT ARRAY(SELECT dl."offset" FROM queen.dead_letters dl
+                                       WHERE dl.partition_id = s.pid AND dl.consumer_group = p_group
+                                         AND dl."offset" BETWEEN s.committed + 1 AND s.committed + s.take) AS dead) d
+     CROSS JOIN LATERAL (SELECT g0.first_offset, g0.frames, g0.ends,
+                                to_char(g0.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
+                                greatest(s.committed + 1 - g0.first_offset, 0)::integer AS k0,
+                                (least(s.committed + s.take, g0.last_offset) - g0.first_offset)::integer AS k1
+                           FROM queen.segments g0
+                          WHERE g0.partition_id = s.pid AND g0.first_offset <= s.committed + s.take
+                            AND g0.first_offset >= (SELECT coalesce(max(g1.first_offset), s.committed + 1)
+                                                      FROM queen.segments g1
+                                                     WHERE g1.partition_id = s.pid AND g1.first_offset <= s.committed + 1)) g
+     WHERE s.take > 0 AND NOT s.hold
+    UNION ALL
+    SELECT pool.ord, NULL::integer, NULL::bigint, NULL::boolean, pool.pid, NULL::text, NULL::text, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, NULL::bigint[], pool.missing
+      FROM pool
+     WHERE p_pool IS NULL AND NOT EXISTS (SELECT 1 FROM locked l WHERE l.ord = pool.ord)
+     ORDER BY 2 NULLS LAST, 1, 10 NULLS FIRST;
 END;
 $$;

@@ -1,0 +1,301 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo"
+)
+
+// ackStore is an acker that records every call and answers each item with
+// its transaction id as the error text, so a caller can check it got its
+// own results. Calls block until the test lets them go (gate), when set.
+type ackStore struct {
+	gate  chan struct{} // when set, each call waits for a value
+	calls chan []queengo.AckItem
+	fail  func(items []queengo.AckItem) error
+
+	mu       sync.Mutex
+	inflight int
+	maxIn    int
+}
+
+func newAckStore(gated bool) *ackStore {
+	s := &ackStore{calls: make(chan []queengo.AckItem, 100)}
+	if gated {
+		s.gate = make(chan struct{})
+	}
+	return s
+}
+
+func (s *ackStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	s.mu.Lock()
+	s.inflight++
+	s.maxIn = max(s.maxIn, s.inflight)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}()
+	s.calls <- items
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if s.fail != nil {
+		if err := s.fail(items); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]queengo.AckResult, len(items))
+	for i, it := range items {
+		out[i] = queengo.AckResult{Success: true, Error: it.TransactionID}
+	}
+	return out, nil
+}
+
+func ackItems(prefix string, n int) []queengo.AckItem {
+	items := make([]queengo.AckItem, n)
+	for i := range items {
+		items[i] = queengo.AckItem{TransactionID: fmt.Sprintf("%s-%d", prefix, i), Status: "completed"}
+	}
+	return items
+}
+
+type ackAnswer struct {
+	res []queengo.AckResult
+	err error
+}
+
+func ackAsync(c *ackCoalescer, items []queengo.AckItem) <-chan ackAnswer {
+	ch := make(chan ackAnswer, 1)
+	go func() {
+		res, err := c.ack(context.Background(), items)
+		ch <- ackAnswer{res, err}
+	}()
+	return ch
+}
+
+// wantOwn checks that a caller got exactly the results of its own items.
+func wantOwn(t *testing.T, a ackAnswer, items []queengo.AckItem) {
+	t.Helper()
+	if a.err != nil {
+		t.Fatalf("ack: %v", a.err)
+	}
+	if len(a.res) != len(items) {
+		t.Fatalf("%d results for %d items", len(a.res), len(items))
+	}
+	for i, r := range a.res {
+		if r.Error != items[i].TransactionID {
+			t.Fatalf("result %d is for %q, want %q", i, r.Error, items[i].TransactionID)
+		}
+	}
+}
+
+func nextCall(t *testing.T, s *ackStore) []queengo.AckItem {
+	t.Helper()
+	select {
+	case items := <-s.calls:
+		return items
+	case <-time.After(5 * time.Second):
+		t.Fatal("no store call")
+	}
+	return nil
+}
+
+// TestAckCoalescer_LoneAckCommitsAtOnce: with nothing in flight an ack is
+// one store call of its own items, started at once.
+func TestAckCoalescer_LoneAckCommitsAtOnce(t *testing.T) {
+	s := newAckStore(false)
+	c := newAckCoalescer(s, time.Second)
+	items := ackItems("a", 3)
+	res, err := c.ack(context.Background(), items)
+	wantOwn(t, ackAnswer{res, err}, items)
+	if got := nextCall(t, s); len(got) != 3 {
+		t.Fatalf("store call of %d items, want 3", len(got))
+	}
+}
+
+// TestAckCoalescer_ArrivalsDuringACommitShareTheNext: acks that arrive
+// while a commit is in flight wait, then go together into one store call,
+// each request's items together and in order; every caller gets its own
+// results.
+func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
+	s := newAckStore(true)
+	c := newAckCoalescer(s, 5*time.Second)
+	first := ackItems("first", 1)
+	a0 := ackAsync(c, first)
+	nextCall(t, s) // in flight, held at the gate
+	reqs := make([][]queengo.AckItem, 5)
+	answers := make([]<-chan ackAnswer, 5)
+	for i := range reqs {
+		reqs[i] = ackItems(fmt.Sprintf("r%d", i), i+1)
+		answers[i] = ackAsync(c, reqs[i])
+	}
+	// Every request is queued before the first commit ends.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		n := len(c.waiting)
+		c.mu.Unlock()
+		if n == len(reqs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests queued", n, len(reqs))
+		}
+	}
+	select {
+	case items := <-s.calls:
+		t.Fatalf("a second store call (%d items) while the first is in flight and the backlog is small", len(items))
+	default:
+	}
+	s.gate <- struct{}{}
+	wantOwn(t, <-a0, first)
+	merged := nextCall(t, s)
+	if len(merged) != 15 {
+		t.Fatalf("the next commit carries %d items, want all 15 that waited", len(merged))
+	}
+	s.gate <- struct{}{}
+	for i, ch := range answers {
+		wantOwn(t, <-ch, reqs[i])
+	}
+	select {
+	case items := <-s.calls:
+		t.Fatalf("an extra store call of %d items", len(items))
+	default:
+	}
+}
+
+// TestAckCoalescer_LargeBacklogStartsAnotherCommit: a backlog of
+// ackConcurrentMin items starts a commit beside the ones in flight, up to
+// ackCommitsMax; beyond that requests wait.
+func TestAckCoalescer_LargeBacklogStartsAnotherCommit(t *testing.T) {
+	s := newAckStore(true)
+	c := newAckCoalescer(s, 5*time.Second)
+	answers := []<-chan ackAnswer{ackAsync(c, ackItems("first", 1))}
+	nextCall(t, s)
+	for i := 1; i < ackCommitsMax; i++ {
+		answers = append(answers, ackAsync(c, ackItems(fmt.Sprintf("big%d", i), ackConcurrentMin)))
+		if got := nextCall(t, s); len(got) != ackConcurrentMin {
+			t.Fatalf("commit %d of %d items, want %d", i+1, len(got), ackConcurrentMin)
+		}
+	}
+	answers = append(answers, ackAsync(c, ackItems("over", ackConcurrentMin)))
+	select {
+	case items := <-s.calls:
+		t.Fatalf("a commit (%d items) beside %d in flight", len(items), ackCommitsMax)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(s.gate)
+	for _, ch := range answers {
+		if a := <-ch; a.err != nil {
+			t.Fatal(a.err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.maxIn > ackCommitsMax {
+		t.Fatalf("%d store calls in flight at once, want at most %d", s.maxIn, ackCommitsMax)
+	}
+}
+
+// TestAckCoalescer_OneBadRequestFailsOnlyItself: when a merged call fails
+// for a reason of its own, each request runs alone, and only the one whose
+// items fail gets the error.
+func TestAckCoalescer_OneBadRequestFailsOnlyItself(t *testing.T) {
+	s := newAckStore(true)
+	bad := errors.New("invalid byte sequence")
+	s.fail = func(items []queengo.AckItem) error {
+		for _, it := range items {
+			if it.TransactionID == "bad-0" {
+				return bad
+			}
+		}
+		return nil
+	}
+	c := newAckCoalescer(s, 5*time.Second)
+	a0 := ackAsync(c, ackItems("first", 1))
+	nextCall(t, s)
+	good1, badReq, good2 := ackItems("good1", 2), ackItems("bad", 1), ackItems("good2", 2)
+	ch1 := ackAsync(c, good1)
+	waitQueued(t, c, 1)
+	chBad := ackAsync(c, badReq)
+	waitQueued(t, c, 2)
+	ch2 := ackAsync(c, good2)
+	waitQueued(t, c, 3)
+	close(s.gate)
+	<-a0
+	wantOwn(t, <-ch1, good1)
+	wantOwn(t, <-ch2, good2)
+	if a := <-chBad; !errors.Is(a.err, bad) {
+		t.Fatalf("the bad request: %v, want its own error", a.err)
+	}
+}
+
+// TestAckCoalescer_DatabaseDownFailsEveryoneOnce: a failure that is the
+// database's state (no connection, timeout) is every caller's answer; the
+// requests are not run again one by one.
+func TestAckCoalescer_DatabaseDownFailsEveryoneOnce(t *testing.T) {
+	s := newAckStore(true)
+	s.fail = func([]queengo.AckItem) error { return fmt.Errorf("%w: no server", queengo.ErrUnavailable) }
+	c := newAckCoalescer(s, 5*time.Second)
+	a0 := ackAsync(c, ackItems("first", 1))
+	nextCall(t, s)
+	chs := []<-chan ackAnswer{ackAsync(c, ackItems("x", 1))}
+	waitQueued(t, c, 1)
+	chs = append(chs, ackAsync(c, ackItems("y", 1)))
+	waitQueued(t, c, 2)
+	close(s.gate)
+	<-a0
+	for _, ch := range chs {
+		if a := <-ch; !errors.Is(a.err, queengo.ErrUnavailable) {
+			t.Fatalf("caller got %v, want ErrUnavailable", a.err)
+		}
+	}
+	nextCall(t, s) // the merged call
+	select {
+	case items := <-s.calls:
+		t.Fatalf("a request ran again alone (%d items) after the database failed", len(items))
+	default:
+	}
+}
+
+// TestAckCoalescer_CallerDeadline: a caller whose deadline passes while its
+// commit is held gets queengo.ErrTimeout; the commit goes on.
+func TestAckCoalescer_CallerDeadline(t *testing.T) {
+	s := newAckStore(true)
+	c := newAckCoalescer(s, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.ack(ctx, ackItems("late", 1)); !errors.Is(err, queengo.ErrTimeout) {
+		t.Fatalf("ack past its deadline: %v, want ErrTimeout", err)
+	}
+	nextCall(t, s)
+	close(s.gate)
+	items := ackItems("after", 1)
+	res, err := c.ack(context.Background(), items)
+	wantOwn(t, ackAnswer{res, err}, items)
+}
+
+func waitQueued(t *testing.T, c *ackCoalescer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		k := len(c.waiting)
+		c.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests queued", k, n)
+		}
+	}
+}

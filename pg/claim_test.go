@@ -1,0 +1,207 @@
+package pg_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/pg"
+)
+
+// claimQueue creates a queue whose partitions p0, p1, ... hold counts[i]
+// messages each (transaction ids "<partition>-<k>").
+func claimQueue(t *testing.T, s *pg.Store, counts ...int) (queengo.Queue, []uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	q, err := s.EnsureQueue(ctx, "claimround-"+uuid.NewString()[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(counts))
+	for i, n := range counts {
+		name := "p" + strconv.Itoa(i)
+		if ids[i], err = s.EnsurePartition(ctx, q.ID, name); err != nil {
+			t.Fatal(err)
+		}
+		seg := queengo.Segment{Partition: ids[i]}
+		for k := range n {
+			seg.Frames = append(seg.Frames, frame(fmt.Sprintf("%s-%d", name, k)))
+		}
+		if n > 0 {
+			if _, err := s.Append(ctx, []queengo.Segment{seg}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return q, ids
+}
+
+func pops(q queengo.Queue, n int, p queengo.ClaimParams) []queengo.ClaimParams {
+	out := make([]queengo.ClaimParams, n)
+	for i := range out {
+		out[i] = p
+		out[i].QueueIDs = []uuid.UUID{q.ID}
+		if !p.AutoAck {
+			out[i].LeaseID = uuid.Must(uuid.NewV7())
+		}
+	}
+	return out
+}
+
+func claimOK(t *testing.T, s *pg.Store, claims []queengo.ClaimParams) []queengo.ClaimResult {
+	t.Helper()
+	res, err := s.Claim(context.Background(), claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("claim %d: %v", i, r.Err)
+		}
+	}
+	return res
+}
+
+// TestClaimRound_PopsOfOneRoundTakeDistinctPartitions: the pops of one round
+// (partitions=1) each lease a partition of their own, in claim order, and
+// the one left over reports the partitions still claimable.
+func TestClaimRound_PopsOfOneRoundTakeDistinctPartitions(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, _ := claimQueue(t, s, 2, 2, 2, 2)
+	res := claimOK(t, s, pops(q, 3, queengo.ClaimParams{Group: "g", Batch: 5, MaxParts: 1}))
+	seen := map[uuid.UUID]bool{}
+	for i, r := range res {
+		if len(r.Spans) != 1 || len(r.Messages) != 2 || r.Taken != 2 {
+			t.Fatalf("pop %d: %d spans, %d messages, taken %d; want one partition's 2", i, len(r.Spans), len(r.Messages), r.Taken)
+		}
+		if seen[r.Spans[0].PartitionID] {
+			t.Fatalf("pop %d got a partition another pop of the round got", i)
+		}
+		seen[r.Spans[0].PartitionID] = true
+	}
+	if n := len(res[0].Ready) + len(res[1].Ready) + len(res[2].Ready); n != 1 {
+		t.Fatalf("%d partitions reported ready, want the 1 left", n)
+	}
+}
+
+// TestClaimRound_BudgetSpansPartitions: a pop without a cap takes messages
+// partition after partition until its budget runs out; a partition it
+// leased in part is not claimable for another pop of the group.
+func TestClaimRound_BudgetSpansPartitions(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, _ := claimQueue(t, s, 2, 2, 2)
+	res := claimOK(t, s, pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 5}))
+	if got := len(res[0].Messages); got != 5 || len(res[0].Spans) != 3 || res[0].Taken != 5 {
+		t.Fatalf("first pop: %d messages in %d spans, taken %d; want 5 in 3", got, len(res[0].Spans), res[0].Taken)
+	}
+	if last := res[0].Spans[2]; last.To-last.From != 0 {
+		t.Fatalf("last span %d..%d, want one message", last.From, last.To)
+	}
+	if len(res[1].Messages) != 0 {
+		t.Fatalf("second pop got %d messages from partitions the first one leases", len(res[1].Messages))
+	}
+}
+
+// TestClaimRound_FirstContactDoesNotWaitForAnIdlePop: a partition the group
+// never contacted gets its cursor in the round that meets it, even when the
+// round's pops are served by other partitions, and is reported ready, so the
+// next claim takes it.
+func TestClaimRound_FirstContactDoesNotWaitForAnIdlePop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, ids := claimQueue(t, s, 3)
+	first := claimOK(t, s, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
+	if len(first[0].Messages) != 1 {
+		t.Fatalf("first claim: %d messages", len(first[0].Messages))
+	}
+	p1, err := s.EnsurePartition(ctx, q.ID, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: p1, Frames: []queengo.Frame{frame("new-0")}}}); err != nil {
+		t.Fatal(err)
+	}
+	// p0 still has 2 messages and the new partition sorts first (never
+	// consumed): the pop is served by p0, the new partition is contacted.
+	res := claimOK(t, s, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
+	if len(res[0].Spans) != 1 || res[0].Spans[0].PartitionID != ids[0] {
+		t.Fatalf("second claim: %+v, want p0", res[0].Spans)
+	}
+	if len(res[0].Ready) != 1 || res[0].Ready[0] != p1 {
+		t.Fatalf("ready %v, want the new partition %v", res[0].Ready, p1)
+	}
+	c := session(t, "10s")
+	var cursors int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'g'`,
+		p1.String()).Scan(&cursors); err != nil || cursors != 1 {
+		t.Fatalf("cursors of g on the new partition after the round that met it: %d, %v", cursors, err)
+	}
+	next := claimOK(t, s, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 1, MaxParts: 1,
+		AutoAck: true, Candidates: res[0].Ready}})
+	if len(next[0].Messages) != 1 || next[0].Messages[0].TransactionID != "new-0" {
+		t.Fatalf("claim of the ready partition: %+v", next[0].Messages)
+	}
+}
+
+// TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce: rounds running at
+// once never lease one partition twice, and together they deliver every
+// message exactly once (autoAck), however their pops collide.
+func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	counts := make([]int, 8)
+	total := 0
+	for i := range counts {
+		counts[i] = 20 + i
+		total += counts[i]
+	}
+	q, _ := claimQueue(t, s, counts...)
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				p := queengo.ClaimParams{Group: "g", Batch: 1 + w, MaxParts: w % 2, AutoAck: true}
+				res, err := s.Claim(context.Background(), pops(q, 3, p))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, r := range res {
+					if r.Err != nil {
+						t.Error(r.Err)
+					}
+					for _, m := range r.Messages {
+						got[m.TransactionID]++
+					}
+				}
+				done := len(got) == total
+				mu.Unlock()
+				if done {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != total {
+		t.Fatalf("%d of %d messages delivered", len(got), total)
+	}
+	for tx, n := range got {
+		if n != 1 {
+			t.Fatalf("%s delivered %d times", tx, n)
+		}
+	}
+}
