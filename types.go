@@ -73,6 +73,9 @@ type Frame struct {
 type Segment struct {
 	Partition uuid.UUID
 	Frames    []Frame
+	// Seal asks the store to seal the payloads (AES-256-GCM): the queue has
+	// encryptionEnabled.
+	Seal bool
 }
 
 // PushItem is one validated item of a push request.
@@ -255,6 +258,7 @@ type GroupState struct {
 // MessageInfo is the per-message management view (D10).
 type MessageInfo struct {
 	Message
+	Encrypted       bool // the payload is stored sealed (Payload is opened)
 	Namespace, Task string
 	Options         QueueOptions
 	Groups          []GroupState
@@ -291,6 +295,18 @@ var (
 	// ErrCancelled: the caller gave up before the answer: the client of a
 	// parked pop went away.
 	ErrCancelled = errors.New("client went away")
+	// ErrEncryptionUnavailable: a queue asks for encryptionEnabled and the
+	// broker has no encryption key (QUEEN_ENCRYPTION_KEY) to seal with. A
+	// payload is never stored in plaintext instead.
+	ErrEncryptionUnavailable = errors.New("encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the broker")
+	// ErrEncryptionKeyUnknown: a stored payload is sealed with a key the
+	// broker was not given (neither its encryption key nor a previous one).
+	ErrEncryptionKeyUnknown = errors.New("payload is sealed with a key the broker does not have")
+	// ErrQueueChanged: a write was refused because the queue's settings
+	// changed under it (encryptionEnabled turned on, maybe by another
+	// process); nothing was written, and sending it again applies the new
+	// settings.
+	ErrQueueChanged = errors.New("queue settings changed during the write")
 )
 
 // ConflictError is the failure of a transaction whose ack did not hold;

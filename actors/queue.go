@@ -118,9 +118,11 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		if m.deleted {
 			a.parts = map[string]uuid.UUID{}
 			a.ready.reset()
-			for _, w := range a.writers {
-				w.pid = uuid.Nil
-			}
+		}
+		// The writers look the partition and the queue up again before
+		// their next segment: it may have to be sealed now.
+		for _, w := range a.writers {
+			w.pid = uuid.Nil
 		}
 	case *claimRound:
 		if !a.pops.finished(m) {

@@ -82,22 +82,24 @@ func (w *partitionWriter) cut() bool {
 	return true
 }
 
-// segment is the cut segment, as the store appends it.
+// segment is the cut segment, as the store appends it: sealed when the queue
+// has encryptionEnabled.
 func (w *partitionWriter) segment() queengo.Segment {
-	return queengo.Segment{Partition: w.segPID, Frames: w.frames}
+	return queengo.Segment{Partition: w.segPID, Frames: w.frames, Seal: w.q.Options.EncryptionEnabled}
 }
 
 // finish answers the pushers of the committed segment, item by item, from
 // the commit's outcome (dups: per frame, the id of the message it
 // duplicates, uuid.Nil, or queengo.QueueFullMark for a frame maxSize
 // refused; Store.Append). A segment whose partition vanished (its queue
-// was deleted, maybe by another process) goes back to pending once, to be
-// written to the recreated partition. It returns the error the pushers were
-// failed with, if any.
+// was deleted, maybe by another process) or whose queue turned
+// encryptionEnabled on (ErrQueueChanged) goes back to pending once, to be
+// written after the partition and the queue's settings are looked up again.
+// It returns the error the pushers were failed with, if any.
 func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
 	reqs := w.reqs
 	w.reqs = nil
-	if errors.Is(err, queengo.ErrNotFound) && !w.retried {
+	if (errors.Is(err, queengo.ErrNotFound) || errors.Is(err, queengo.ErrQueueChanged)) && !w.retried {
 		w.retried, w.pid = true, uuid.Nil
 		w.pending = append(reqs, w.pending...)
 		return nil

@@ -79,3 +79,33 @@ func TestPartitionWriter_VanishedPartitionIsRetriedOnce(t *testing.T) {
 		t.Fatalf("after the retry: %+v, want failed", d.results[0])
 	}
 }
+
+// TestPartitionWriter_SealsAfterEncryptionTurnedOn: the segment of a queue
+// with encryptionEnabled asks to be sealed; one refused with
+// ErrQueueChanged (the writer's queue row predates encryptionEnabled) goes
+// back to pending once, and is cut again sealed after the lookup brings the
+// new settings.
+func TestPartitionWriter_SealsAfterEncryptionTurnedOn(t *testing.T) {
+	t.Parallel()
+	w := &partitionWriter{name: "p", pid: uuid.New()}
+	r, ch := push("x")
+	w.pending = append(w.pending, r)
+	w.cut()
+	if w.segment().Seal {
+		t.Fatal("a segment of a queue without encryptionEnabled asks to be sealed")
+	}
+	if err := w.finish(nil, queengo.ErrQueueChanged); err != nil || !w.needsPartition() {
+		t.Fatalf("ErrQueueChanged: %v, needs the partition %v", err, w.needsPartition())
+	}
+	q := queengo.Queue{ID: uuid.New(), Options: queengo.QueueOptions{EncryptionEnabled: true}}
+	w.ready(&partitionReady{q: q, pid: uuid.New()})
+	if !w.cut() || !w.segment().Seal {
+		t.Fatal("the retried segment does not ask to be sealed")
+	}
+	if err := w.finish([]uuid.UUID{uuid.Nil}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-ch; d.results[0].Status != queengo.PushQueued {
+		t.Fatalf("after the retry: %+v, want queued", d.results[0])
+	}
+}

@@ -166,6 +166,17 @@ var (
 	// writes has no room (nothing of it applied): the state of the queue,
 	// not the request, refuses it until its consumers catch up.
 	errQueueFull = apiError{fasthttp.StatusConflict, "queue_full", "queue is full: it holds maxSize unconsumed messages"}
+	// A configure with encryptionEnabled, or a write to such a queue, on a
+	// broker started without QUEEN_ENCRYPTION_KEY: nothing is stored in
+	// plaintext instead.
+	errEncryptionUnavailable = apiError{fasthttp.StatusBadRequest, "encryption_unavailable", "encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the broker"}
+	// A stored payload sealed with a key the broker was not given
+	// (QUEEN_ENCRYPTION_KEY_PREVIOUS lacks it): the operator's to fix.
+	errEncryptionKeyUnknown    = apiError{fasthttp.StatusInternalServerError, "encryption_key_unknown", "payload is sealed with a key the broker does not have"}
+	errPopEncryptionKeyUnknown = apiError{fasthttp.StatusInternalServerError, "pop_encryption_key_unknown", "pop failed"}
+	// A write whose queue turned encryptionEnabled on under it, twice in a
+	// row: sending it again applies the new settings.
+	errQueueChanged = apiError{fasthttp.StatusConflict, "queue_changed", "queue settings changed during the write: send it again"}
 )
 
 // The router's and the HTTP server's own errors, met before a handler runs.
@@ -203,6 +214,9 @@ var typedErrors = []struct {
 	{queengo.ErrNotFound, errRowMissing, errPopFailed},
 	{queengo.ErrConflict, errTxConflict(""), errPopFailed},
 	{queengo.ErrQueueFull, errQueueFull, errPopFailed},
+	{queengo.ErrEncryptionUnavailable, errEncryptionUnavailable, errPopFailed},
+	{queengo.ErrEncryptionKeyUnknown, errEncryptionKeyUnknown, errPopEncryptionKeyUnknown},
+	{queengo.ErrQueueChanged, errQueueChanged, errPopFailed},
 }
 
 // failure is the answer to err, a failure the broker reported, on every

@@ -175,6 +175,7 @@ func TestErrorTable_WireMessages(t *testing.T) {
 		{errEmptyBody, 400, `{"error":"Empty request body"}`},
 		{errTxConflict("Message not found"), 409, `{"error":"ACK operation failed: Message not found"}`},
 		{errQueueFull, 409, `{"error":"queue is full: it holds maxSize unconsumed messages"}`},
+		{errEncryptionUnavailable, 400, `{"error":"encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the broker"}`},
 	} {
 		var ctx fasthttp.RequestCtx
 		counter := metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + c.e.Code + `"}`)

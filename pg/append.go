@@ -14,14 +14,19 @@ import (
 // Append writes each segment to its partition, all in one statement and one
 // commit. The partitions must be distinct and the frames of a segment must
 // carry distinct transaction ids. It returns, per segment and frame, the id
-// of the stored message the frame duplicates, or uuid.Nil when it was
-// written. A partition that no longer exists fails the whole call with an
-// error wrapping queengo.ErrNotFound.
+// of the stored message the frame duplicates, uuid.Nil when it was written,
+// or queengo.QueueFullMark when it was refused because its queue holds
+// maxSize unconsumed messages (the other frames are written). A partition
+// that no longer exists fails the whole call with an error wrapping
+// queengo.ErrNotFound. The payloads of a segment with Seal are sealed with
+// the store's encryption key; without one the call fails with
+// queengo.ErrEncryptionUnavailable. A segment without Seal for a queue with
+// encryptionEnabled fails the whole call with queengo.ErrQueueChanged.
 func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error) {
 	var out [][]uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
-		out, err = appendSegments(ctx, c, segs)
+		out, err = writeSegments(ctx, c, segs, s.seal)
 		return err
 	})
 	if err != nil {
@@ -30,14 +35,47 @@ func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UU
 	return out, nil
 }
 
-func appendSegments(ctx context.Context, q querier, segs []queengo.Segment) ([][]uuid.UUID, error) {
-	n, size := 0, 0
+// appendSegments is Append for a caller that writes everything or nothing (a
+// transaction, a dead letter's requeue): a frame its queue has no room for
+// fails the call with an error wrapping queengo.ErrQueueFull, and the caller
+// rolls back what the statement wrote.
+func appendSegments(ctx context.Context, q querier, segs []queengo.Segment, key *sealKey) ([][]uuid.UUID, error) {
+	out, err := writeSegments(ctx, q, segs, key)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		for j, d := range out[i] {
+			if d == queengo.QueueFullMark {
+				return nil, fmt.Errorf("%w: transaction id %q", queengo.ErrQueueFull, segs[i].Frames[j].TransactionID)
+			}
+		}
+	}
+	return out, nil
+}
+
+// writeSegments encodes the segments, sealing those with Seal with key
+// (nil: the store has none), and writes them.
+func writeSegments(ctx context.Context, q querier, segs []queengo.Segment, key *sealKey) ([][]uuid.UUID, error) {
+	n, size, sealed := 0, 0, 0
 	for i := range segs {
+		if segs[i].Seal {
+			if key == nil {
+				return nil, queengo.ErrEncryptionUnavailable
+			}
+			sealed += len(segs[i].Frames)
+		}
 		for j := range segs[i].Frames {
 			f := &segs[i].Frames[j]
 			n++
 			size += 40 + len(f.TransactionID) + len(f.ProducerSub) + len(f.Payload)
 		}
+	}
+	var seal *sealer
+	if sealed > 0 {
+		seal = &sealer{key: key}
+		seal.reserve(sealed)
+		size += sealed * sealedOverhead
 	}
 	parts := make([]uuid.UUID, len(segs))
 	seg := make([]int32, 0, n)
@@ -47,13 +85,17 @@ func appendSegments(ctx context.Context, q querier, segs []queengo.Segment) ([][
 	buf := make([]byte, 0, size)
 	for i := range segs {
 		parts[i] = segs[i].Partition
+		var sl *sealer
+		if segs[i].Seal {
+			sl = seal
+		}
 		for j := range segs[i].Frames {
 			f := &segs[i].Frames[j]
 			seg = append(seg, int32(i+1))
 			txids = append(txids, f.TransactionID)
 			ids = append(ids, f.ID)
 			start := len(buf)
-			buf = appendFrame(buf, f)
+			buf = appendFrame(buf, f, sl)
 			enc = append(enc, buf[start:len(buf):len(buf)])
 		}
 	}

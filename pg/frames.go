@@ -10,12 +10,12 @@ import (
 // A segment's frames column is the concatenation of its frames, each encoded
 // as:
 //
-//	flags byte (frameHasTrace, frameHasSub)
+//	flags byte (frameHasTrace, frameHasSub, frameSealed)
 //	message id, 16 bytes
 //	trace id, 16 bytes, when frameHasTrace
 //	uvarint length + transaction id
 //	uvarint length + producerSub, when frameHasSub
-//	uvarint length + payload (raw JSON)
+//	uvarint length + payload (raw JSON), sealed when frameSealed (seal.go)
 //
 // The payload keeps the exact bytes the producer sent, so a pop writes them
 // into its response without parsing or re-encoding them; docs/benchmarks.md
@@ -23,12 +23,15 @@ import (
 const (
 	frameHasTrace = 1 << 0
 	frameHasSub   = 1 << 1
+	// frameSealed is tested by queen.append_segments (sql/functions/append.sql).
+	frameSealed = 1 << 2
 )
 
 var errCorruptFrame = errors.New("corrupt segment frame")
 
-// appendFrame encodes f onto dst.
-func appendFrame(dst []byte, f *queengo.Frame) []byte {
+// appendFrame encodes f onto dst, its payload sealed by seal unless that is
+// nil.
+func appendFrame(dst []byte, f *queengo.Frame, seal *sealer) []byte {
 	var flags byte
 	if f.TraceID != ([16]byte{}) {
 		flags |= frameHasTrace
@@ -36,8 +39,12 @@ func appendFrame(dst []byte, f *queengo.Frame) []byte {
 	if f.ProducerSub != "" {
 		flags |= frameHasSub
 	}
+	if seal != nil {
+		flags |= frameSealed
+	}
 	dst = append(dst, flags)
 	dst = append(dst, f.ID[:]...)
+	id := dst[len(dst)-16:]
 	if flags&frameHasTrace != 0 {
 		dst = append(dst, f.TraceID[:]...)
 	}
@@ -51,6 +58,10 @@ func appendFrame(dst []byte, f *queengo.Frame) []byte {
 	if len(payload) == 0 {
 		payload = nullJSON
 	}
+	if seal != nil {
+		dst = binary.AppendUvarint(dst, uint64(sealedOverhead+len(payload)))
+		return seal.appendSealed(dst, id, payload)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(payload)))
 	return append(dst, payload...)
 }
@@ -58,13 +69,15 @@ func appendFrame(dst []byte, f *queengo.Frame) []byte {
 var nullJSON = []byte("null")
 
 // decodeFrame reads the frame at the start of b into f and returns the rest.
-// f.Payload aliases b.
+// f.Payload aliases b, unless it is sealed: it is then opened into a buffer
+// of its own (openSealed, which says what fails).
 func decodeFrame(b []byte, f *queengo.Frame) ([]byte, error) {
 	if len(b) < 17 {
 		return nil, errCorruptFrame
 	}
 	flags := b[0]
-	copy(f.ID[:], b[1:17])
+	id := b[1:17]
+	copy(f.ID[:], id)
 	b = b[17:]
 	f.TraceID = [16]byte{}
 	if flags&frameHasTrace != 0 {
@@ -88,6 +101,11 @@ func decodeFrame(b []byte, f *queengo.Frame) ([]byte, error) {
 	}
 	if f.Payload, b, err = readBytes(b); err != nil {
 		return nil, err
+	}
+	if flags&frameSealed != 0 {
+		if f.Payload, err = openSealed(f.Payload, id); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }

@@ -83,9 +83,14 @@ ORDER BY priority DESC, name`, namespace, task)
 // Configure creates or fully replaces a queue's settings (options left out
 // by the caller must already carry their defaults) and makes sure its Default
 // partition exists. It returns the stored queue and the Default partition id.
+// encryptionEnabled on a store without an encryption key is refused with
+// queengo.ErrEncryptionUnavailable, and nothing changes.
 func (s *Store) Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {
 	var q queengo.Queue
 	var pid uuid.UUID
+	if o.EncryptionEnabled && s.seal == nil {
+		return q, pid, fmt.Errorf("error configuring queue %q: %w", name, queengo.ErrEncryptionUnavailable)
+	}
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		q, err = scanQueue(tx.QueryRow(ctx, `INSERT INTO queen.queues (name, namespace, task, lease_time, retry_limit,

@@ -45,6 +45,14 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives the store's own log lines.
 	Logger *slog.Logger
+	// EncryptionKey, 32 bytes, seals the payloads of queues with
+	// encryptionEnabled (AES-256-GCM, pg/seal.go). Without it such a queue
+	// is refused (queengo.ErrEncryptionUnavailable).
+	EncryptionKey []byte
+	// EncryptionReadKeys, 32 bytes each, only open payloads sealed before a
+	// key rotation. Every key of every Store opened in the process opens
+	// payloads (see openers).
+	EncryptionReadKeys [][]byte
 }
 
 // Store runs the broker's statements on a pgx pool.
@@ -52,6 +60,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config
 	log  *slog.Logger
+	seal *sealKey // nil: no encryption key
 }
 
 // Open connects a pool (lazily: no connection is made until one is needed)
@@ -60,6 +69,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("error parsing database url: %w", err)
+	}
+	seal, err := loadKeys(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.PoolSize > 0 {
 		pcfg.MaxConns = int32(cfg.PoolSize)
@@ -101,7 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, cfg: cfg, log: log}, nil
+	return &Store{pool: pool, cfg: cfg, log: log, seal: seal}, nil
 }
 
 // cancelGrace is how long a statement whose context ended waits for the
@@ -211,9 +224,11 @@ func translateCtx(ctx context.Context, err error) error {
 	return translate(err)
 }
 
-// SQLSTATEs the store translates; QG404 is raised by the broker's own functions.
+// SQLSTATEs the store translates; QG404 and QG412 are raised by the broker's
+// own functions.
 const (
 	codeNotFound      = "QG404"
+	codeQueueChanged  = "QG412"
 	codeQueryCanceled = "57014"
 	codeForeignKey    = "23503"
 	// Class 08 (connection exception), and the server going away or not
@@ -242,6 +257,8 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %v", queengo.ErrTimeout, err)
 		case codeNotFound, codeForeignKey:
 			return fmt.Errorf("%w: %v", queengo.ErrNotFound, err)
+		case codeQueueChanged:
+			return fmt.Errorf("%w: %v", queengo.ErrQueueChanged, err)
 		case codeAdminShutdown, codeCrashShutdown, codeCannotConnect, codeTooManyConns, codeTooManyConnsUsr:
 			return fmt.Errorf("%w: %v", queengo.ErrUnavailable, err)
 		}

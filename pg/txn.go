@@ -46,7 +46,7 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 				}
 				si = len(segs)
 				parts[k] = si
-				segs = append(segs, queengo.Segment{Partition: pid})
+				segs = append(segs, queengo.Segment{Partition: pid, Seal: q.Options.EncryptionEnabled})
 			}
 			dupOf := -1
 			for j, f := range segs[si].Frames {
@@ -64,7 +64,7 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 			segs[si].Frames = append(segs[si].Frames, p.Frame)
 		}
 		if len(segs) > 0 {
-			dups, err := appendSegments(ctx, tx, segs)
+			dups, err := appendSegments(ctx, tx, segs, s.seal)
 			if err != nil {
 				return err
 			}
@@ -168,15 +168,19 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 // RequeueDeadLetter pushes the dead letter's payload again to its partition
 // as a new message (new message id and transaction id) and removes the entry,
 // in one transaction. It returns the new message and where it went, or an
-// error wrapping queengo.ErrNotFound when there is no such dead letter.
+// error wrapping queengo.ErrNotFound when there is no such dead letter. The
+// new message is sealed when its queue has encryptionEnabled or the dead
+// letter was sealed.
 func (s *Store) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
 	var d queengo.DeadLetter
 	var nf queengo.Frame
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var frame []byte
+		var seal bool
 		if err := tx.QueryRow(ctx, `DELETE FROM queen.dead_letters d USING queen.partitions p, queen.queues q
  WHERE d.id = $1 AND p.id = d.partition_id AND q.id = p.queue_id
-RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group`, id).Scan(&frame, &d.PartitionID, &d.Partition, &d.Queue, &d.Group); err != nil {
+RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group, q.encryption_enabled`, id).Scan(&frame, &d.PartitionID,
+			&d.Partition, &d.Queue, &d.Group, &seal); err != nil {
 			return err
 		}
 		if _, err := decodeFrame(frame, &d.Frame); err != nil {
@@ -186,7 +190,8 @@ RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group`, id).Scan(&
 		nf.Payload = append([]byte(nil), d.Frame.Payload...)
 		nf.ID = uuid.Must(uuid.NewV7())
 		nf.TransactionID = uuid.NewString()
-		_, err := appendSegments(ctx, tx, []queengo.Segment{{Partition: d.PartitionID, Frames: []queengo.Frame{nf}}})
+		seal = seal || frame[0]&frameSealed != 0
+		_, err := appendSegments(ctx, tx, []queengo.Segment{{Partition: d.PartitionID, Frames: []queengo.Frame{nf}, Seal: seal}}, s.seal)
 		return err
 	})
 	if err != nil {
@@ -236,6 +241,7 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 		if _, err := decodeFrame(frame, &m.Frame); err != nil {
 			return err
 		}
+		m.Encrypted = frame[0]&frameSealed != 0
 		m.PartitionID = partition
 		q, err := scanQueue(c.QueryRow(ctx, `SELECT `+queueColumns+` FROM queen.queues WHERE id = $1`, qid))
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/actors"
 	qhttp "github.com/queengo/queengo/http"
 )
 
@@ -46,6 +48,13 @@ const (
 	// ReadTimeoutDefault bounds reading one request, headers and body, and
 	// the wait for the first byte of a new connection (docs/operations.md).
 	ReadTimeoutDefault = 30 * time.Second
+	// RetentionIntervalDefault, EvictionIntervalDefault,
+	// RetentionBatchSizeDefault and PartitionCleanupDaysDefault are the
+	// reference server's (semantics ).
+	RetentionIntervalDefault    = actors.RetentionIntervalDefault
+	EvictionIntervalDefault     = actors.EvictionIntervalDefault
+	RetentionBatchSizeDefault   = actors.RetentionBatchSizeDefault
+	PartitionCleanupDaysDefault = 30
 )
 
 // Config is everything the broker process is started with.
@@ -72,9 +81,25 @@ type Config struct {
 	LogLevel    slog.Level
 	// PprofAddr, when set, serves net/http/pprof there (for benchmarks).
 	PprofAddr string
+	// RetentionInterval and EvictionInterval are how often the retention
+	// service drops segments (and idle partitions) and evicts messages past
+	// maxWaitTimeSeconds; RetentionBatchSize caps the messages of one of
+	// its transactions; a partition without segments and idle for
+	// PartitionCleanupDays days is removed (docs/architecture.md
+	// "Retention and eviction").
+	RetentionInterval    time.Duration
+	EvictionInterval     time.Duration
+	RetentionBatchSize   int
+	PartitionCleanupDays int
 	// Auth is the JWT authentication (JWT_* variables, cmd/queengo/auth.go);
 	// nil unless JWT_ENABLED is true.
 	Auth *qhttp.AuthConfig
+	// EncryptionKey (QUEEN_ENCRYPTION_KEY, 64 hex characters) seals the
+	// payloads of queues with encryptionEnabled; nil refuses such queues.
+	// EncryptionReadKeys (QUEEN_ENCRYPTION_KEY_PREVIOUS, comma-separated)
+	// only open payloads sealed before a key rotation.
+	EncryptionKey      []byte
+	EncryptionReadKeys [][]byte
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -93,8 +118,10 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		PopTimeout: PopTimeoutDefault, PopWaitInitial: PopWaitInitialDefault,
 		PopWaitThreshold: PopWaitThresholdDefault, PopWaitMultiplier: PopWaitMultiplierDefault,
 		PopWaitMax: PopWaitMaxDefault, ShutdownTimeout: ShutdownTimeoutDefault, ReadTimeout: ReadTimeoutDefault,
-		RequestTimeout: RequestTimeoutDefault,
-		LogLevel:       slog.LevelInfo,
+		RequestTimeout:    RequestTimeoutDefault,
+		LogLevel:          slog.LevelInfo,
+		RetentionInterval: RetentionIntervalDefault, EvictionInterval: EvictionIntervalDefault,
+		RetentionBatchSize: RetentionBatchSizeDefault, PartitionCleanupDays: PartitionCleanupDaysDefault,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -126,6 +153,11 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.millis("HTTP_READ_TIMEOUT_MS", &c.ReadTimeout)
 	e.millis("DB_REQUEST_TIMEOUT_MS", &c.RequestTimeout)
 	c.PprofAddr = getenv("PPROF_ADDR")
+	e.millis("RETENTION_INTERVAL", &c.RetentionInterval)
+	e.millis("EVICTION_INTERVAL", &c.EvictionInterval)
+	e.int("RETENTION_BATCH_SIZE", &c.RetentionBatchSize)
+	e.int("PARTITION_CLEANUP_DAYS", &c.PartitionCleanupDays)
+	loadEncryption(&e, c)
 	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
 		if l, err := parseLevel(v); err != nil {
@@ -190,6 +222,14 @@ func (c *Config) validate() error {
 		return &configError{"POP_WAIT_BACKOFF_MULTIPLIER", strconv.FormatFloat(c.PopWaitMultiplier, 'g', -1, 64), "want 1 or more"}
 	case c.PopWaitMax < c.PopWaitInitial:
 		return &configError{"POP_WAIT_MAX_INTERVAL_MS", c.PopWaitMax.String(), "must not be shorter than POP_WAIT_INITIAL_INTERVAL_MS"}
+	case c.RetentionInterval <= 0:
+		return &configError{"RETENTION_INTERVAL", c.RetentionInterval.String(), "want more than 0 (milliseconds)"}
+	case c.EvictionInterval <= 0:
+		return &configError{"EVICTION_INTERVAL", c.EvictionInterval.String(), "want more than 0 (milliseconds)"}
+	case c.RetentionBatchSize < 1:
+		return &configError{"RETENTION_BATCH_SIZE", strconv.Itoa(c.RetentionBatchSize), "want at least 1"}
+	case c.PartitionCleanupDays < 1:
+		return &configError{"PARTITION_CLEANUP_DAYS", strconv.Itoa(c.PartitionCleanupDays), "want at least 1"}
 	case c.DatabaseURL == "":
 		return &configError{"DATABASE_URL", "", "required"}
 	}
@@ -226,6 +266,46 @@ func urlFromParts(getenv func(string) string) string {
 		u.User = url.User(or("PG_USER", "postgres"))
 	}
 	return u.String()
+}
+
+// loadEncryption reads the encryption keys: QUEEN_ENCRYPTION_KEY, the
+// reference server's, and QUEEN_ENCRYPTION_KEY_PREVIOUS, the keys of before a
+// rotation (docs/operations.md). A key is 64 hexadecimal characters (32
+// bytes); an error never shows one.
+func loadEncryption(e *envReader, c *Config) {
+	if v := strings.TrimSpace(e.get("QUEEN_ENCRYPTION_KEY")); v != "" {
+		if c.EncryptionKey = parseKey(v); c.EncryptionKey == nil {
+			e.fail("QUEEN_ENCRYPTION_KEY", hiddenKey(v), keyWant)
+		}
+	}
+	v := strings.TrimSpace(e.get("QUEEN_ENCRYPTION_KEY_PREVIOUS"))
+	if v == "" {
+		return
+	}
+	for i, s := range strings.Split(v, ",") {
+		k := parseKey(strings.TrimSpace(s))
+		if k == nil {
+			e.fail("QUEEN_ENCRYPTION_KEY_PREVIOUS", fmt.Sprintf("key %d: %s", i+1, hiddenKey(s)), keyWant)
+			return
+		}
+		c.EncryptionReadKeys = append(c.EncryptionReadKeys, k)
+	}
+}
+
+const keyWant = "want 64 hexadecimal characters (a 32-byte AES-256 key)"
+
+// parseKey decodes a 64-hex-character key; nil when v is not one.
+func parseKey(v string) []byte {
+	k, err := hex.DecodeString(v)
+	if err != nil || len(k) != 32 {
+		return nil
+	}
+	return k
+}
+
+// hiddenKey stands for an invalid key in an error: its length only.
+func hiddenKey(v string) string {
+	return fmt.Sprintf("(hidden, %d characters)", len(strings.TrimSpace(v)))
 }
 
 // envReader parses typed environment variables, keeping the first error.

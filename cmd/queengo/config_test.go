@@ -191,3 +191,44 @@ func TestConfig_LogLevelTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_EncryptionKeys: QUEEN_ENCRYPTION_KEY is 64 hexadecimal
+// characters (32 bytes) and QUEEN_ENCRYPTION_KEY_PREVIOUS a comma-separated
+// list of such keys; anything else stops the broker with an error naming the
+// variable and never showing the key.
+func TestConfig_EncryptionKeys(t *testing.T) {
+	t.Parallel()
+	cur := strings.Repeat("0123456789abcdef", 4)
+	prev1, prev2 := strings.Repeat("ab", 32), strings.Repeat("CD", 32)
+	cfg, err := loadConfig(nil, env(map[string]string{}))
+	if err != nil || cfg.EncryptionKey != nil || cfg.EncryptionReadKeys != nil {
+		t.Fatalf("no key: %v %v %v", cfg.EncryptionKey, cfg.EncryptionReadKeys, err)
+	}
+	cfg, err = loadConfig(nil, env(map[string]string{"QUEEN_ENCRYPTION_KEY": " " + cur + " ",
+		"QUEEN_ENCRYPTION_KEY_PREVIOUS": prev1 + ", " + prev2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.EncryptionKey) != 32 || cfg.EncryptionKey[0] != 0x01 || len(cfg.EncryptionReadKeys) != 2 ||
+		cfg.EncryptionReadKeys[0][0] != 0xab || cfg.EncryptionReadKeys[1][31] != 0xcd {
+		t.Fatalf("keys %x, read keys %x", cfg.EncryptionKey, cfg.EncryptionReadKeys)
+	}
+	secret := "secret" + cur[6:]
+	for _, c := range []struct{ name, value string }{
+		{"QUEEN_ENCRYPTION_KEY", cur[:62]},
+		{"QUEEN_ENCRYPTION_KEY", cur + "00"},
+		{"QUEEN_ENCRYPTION_KEY", secret},
+		{"QUEEN_ENCRYPTION_KEY_PREVIOUS", prev1 + "," + secret},
+		{"QUEEN_ENCRYPTION_KEY_PREVIOUS", prev1 + ","},
+	} {
+		_, err := loadConfig(nil, env(map[string]string{c.name: c.value}))
+		var ce *configError
+		if !errors.As(err, &ce) || ce.name != c.name {
+			t.Errorf("%s=%q: error %v, want one naming %s", c.name, c.value, err, c.name)
+			continue
+		}
+		if strings.Contains(err.Error(), cur[6:20]) || strings.Contains(err.Error(), prev1[:16]) {
+			t.Errorf("%s: the error shows the key: %v", c.name, err)
+		}
+	}
+}

@@ -50,11 +50,12 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	ctx := context.Background()
 	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
 		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log,
-		RequestTimeout: cfg.RequestTimeout})
+		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	logEncryption(cfg, log)
 	mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	applied, err := store.Migrate(mctx)
 	cancel()
@@ -84,6 +85,20 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
 	}, RequestTimeout: cfg.RequestTimeout})
+	// Retention, eviction and partition cleanup (D9), on a connection of
+	// their own outside the pool; stopped before the store closes.
+	retention := actors.NewRetention(actors.RetentionConfig{Interval: cfg.RetentionInterval,
+		EvictionInterval: cfg.EvictionInterval, BatchSize: cfg.RetentionBatchSize,
+		PartitionIdle: time.Duration(cfg.PartitionCleanupDays) * 24 * time.Hour},
+		func(ctx context.Context) (actors.RetentionConn, error) {
+			c, err := store.ConnectRetention(ctx)
+			if err != nil {
+				return nil, err // not a nil *pg.RetentionConn in the interface
+			}
+			return c, nil
+		}, log)
+	retention.Start()
+	defer retention.Stop()
 	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log, Auth: auth},
 		broker)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
@@ -119,4 +134,19 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	broker.Shutdown()
 	log.Info("queengo stopped")
 	return nil
+}
+
+// logEncryption reports the ids of the encryption keys (pg.KeyID), which
+// the key-rotation procedure of docs/operations.md uses.
+func logEncryption(cfg *Config, log *slog.Logger) {
+	read := make([]string, len(cfg.EncryptionReadKeys))
+	for i, k := range cfg.EncryptionReadKeys {
+		read[i] = pg.KeyID(k)
+	}
+	switch {
+	case cfg.EncryptionKey != nil:
+		log.Info("payload encryption available", "key_id", pg.KeyID(cfg.EncryptionKey), "read_key_ids", read)
+	case len(read) > 0:
+		log.Warn("no QUEEN_ENCRYPTION_KEY: queues with encryptionEnabled are refused; previous keys only open", "read_key_ids", read)
+	}
 }

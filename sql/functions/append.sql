@@ -11,7 +11,26 @@
 -- assigned under the partition rows' locks, taken in id order so concurrent
 -- writers never deadlock, so they are contiguous and gap-free even with
 -- several broker processes (D1). Returns, per item, the id of the stored
--- message it duplicates, or NULL when the item was written.
+-- message it duplicates, NULL when the item was written, or the all-ones id
+-- when the item was refused because its queue is full.
+--
+-- maxSize: a queue with max_queue_size > 0 takes a fresh item only while it
+-- holds fewer unconsumed messages than that: per partition, the messages
+-- past the slowest group's committed offset (every retained message when no
+-- group has a cursor there), summed over the queue's partitions. Items are
+-- taken in request order until the queue is full, the rest are refused;
+-- duplicates take no room. A transaction-scoped advisory lock per capped
+-- queue, taken after the partition rows, makes concurrent writers of one
+-- queue count one after the other. A queue without maxSize pays one
+-- primary-key probe of its queue row, inside the statement that locks the
+-- partitions.
+--
+-- encryptionEnabled: every item for such a queue must come sealed (flag bit
+-- frameSealed, 4, of the frame's first byte: pg/frames.go). A writer that read
+-- the queue's settings before encryption was turned on (maybe by another
+-- process) is refused with QG412 before anything is written, and sends its
+-- segment again sealed; a payload of an encrypted queue never reaches the
+-- table in plaintext.
 --
 -- The lock is FOR NO KEY UPDATE: this function changes only head and
 -- last_write_at, never the key. It excludes every other writer of the row
@@ -36,15 +55,29 @@ LANGUAGE plpgsql
 SET enable_seqscan = off
 AS $$
 DECLARE
-    v_locked integer;
-    v_dup    uuid[];
-    v_n      integer;
-    v_ts     timestamptz;
+    v_locked  integer;
+    v_capped  uuid[];
+    v_sealed  uuid[];
+    v_qid     uuid;
+    v_refused integer[];
+    v_k       integer;
+    v_dup     uuid[];
+    v_n       integer;
+    v_ts      timestamptz;
 BEGIN
-    PERFORM 1 FROM queen.partitions p WHERE p.id = ANY (p_parts) ORDER BY p.id FOR NO KEY UPDATE;
-    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    SELECT count(*), array_agg(DISTINCT l.queue_id) FILTER (WHERE l.max_queue_size > 0),
+           array_agg(l.id) FILTER (WHERE l.encryption_enabled)
+      INTO v_locked, v_capped, v_sealed
+      FROM (SELECT p.id, p.queue_id, q.max_queue_size, q.encryption_enabled
+              FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
+             WHERE p.id = ANY (p_parts) ORDER BY p.id FOR NO KEY UPDATE OF p) l;
     IF v_locked < cardinality(p_parts) THEN
         RAISE EXCEPTION 'partition not found' USING ERRCODE = 'QG404';
+    END IF;
+    IF v_sealed IS NOT NULL AND EXISTS (
+        SELECT 1 FROM unnest(p_seg, p_frames) AS u(seg, frame)
+         WHERE p_parts[u.seg] = ANY (v_sealed) AND get_byte(u.frame, 0) & 4 = 0) THEN
+        RAISE EXCEPTION 'queue has encryptionEnabled: payloads must come sealed' USING ERRCODE = 'QG412';
     END IF;
 
     -- One primary-key probe per item (a join would let the planner hash the
@@ -54,6 +87,34 @@ BEGIN
       FROM (SELECT u.ord, (SELECT x.message_id FROM queen.txids x
                             WHERE x.partition_id = p_parts[u.seg] AND x.transaction_id = u.txid) AS dup
               FROM unnest(p_seg, p_txids) WITH ORDINALITY AS u(seg, txid, ord)) t;
+    IF v_n > 0 AND v_capped IS NOT NULL THEN
+        -- In queue id order, so writers of several capped queues (a
+        -- transaction) take them in one order. The key's class (0x7167,
+        -- "qg") keeps it apart from other users of two-key advisory locks.
+        FOREACH v_qid IN ARRAY ARRAY(SELECT u FROM unnest(v_capped) AS u ORDER BY u) LOOP
+            PERFORM pg_advisory_xact_lock(x'7167'::integer, hashtext(v_qid::text));
+        END LOOP;
+        WITH room AS (
+            SELECT q.id, q.max_queue_size - coalesce(
+                   (SELECT sum(p.head - greatest(
+                               coalesce((SELECT min(c.committed) FROM queen.cursors c WHERE c.partition_id = p.id), 0),
+                               coalesce((SELECT s.first_offset FROM queen.segments s WHERE s.partition_id = p.id
+                                          ORDER BY s.first_offset LIMIT 1), p.head + 1) - 1))
+                      FROM queen.partitions p WHERE p.queue_id = q.id), 0) AS room
+              FROM queen.queues q WHERE q.id = ANY (v_capped)
+        ), fresh AS (
+            SELECT u.ord, r.room, row_number() OVER (PARTITION BY r.id ORDER BY u.ord) AS rn
+              FROM unnest(p_seg) WITH ORDINALITY AS u(seg, ord)
+              JOIN queen.partitions p ON p.id = p_parts[u.seg]
+              JOIN room r ON r.id = p.queue_id
+             WHERE v_dup[u.ord] IS NULL
+        )
+        SELECT coalesce(array_agg(f.ord::integer), '{}') INTO v_refused FROM fresh f WHERE f.rn > f.room;
+        FOREACH v_k IN ARRAY v_refused LOOP
+            v_dup[v_k] := 'ffffffff-ffff-ffff-ffff-ffffffffffff';
+        END LOOP;
+        v_n := v_n - cardinality(v_refused);
+    END IF;
     IF v_n = 0 THEN
         RETURN v_dup;
     END IF;

@@ -71,10 +71,17 @@ func TestQ5_ConfigureDefaultsAndResponseShape(t *testing.T) {
 	}
 }
 
+// keyed is the shared broker with an encryption key: without one,
+// configure refuses encryptionEnabled (cryptotest).
+func keyed(t testing.TB) *apitest.Server {
+	t.Helper()
+	return apitest.Shared(t, "QUEEN_ENCRYPTION_KEY="+strings.Repeat("5a", 32))
+}
+
 // every option is stored in its column and reported back.
 func TestQ5_ConfigureAllOptionsStored(t *testing.T) {
 	t.Parallel()
-	s := shared(t)
+	s := keyed(t)
 	q := apitest.Unique(t, "cfg-all")
 	opts := map[string]any{
 		"priority": 7.0, "leaseTime": 45.0, "retryLimit": 9.0, "retryDelay": 2500.0, "maxSize": 1234.0,
@@ -130,7 +137,7 @@ func TestConfigure_MinPopWaitTimeClamp(t *testing.T) {
 // ignored.
 func TestConfigure_FullReplace(t *testing.T) {
 	t.Parallel()
-	s := shared(t)
+	s := keyed(t)
 	q := apitest.Unique(t, "cfg-replace")
 	first := s.ConfigureBody(t, map[string]any{"queue": q, "namespace": "n", "task": "t", "options": map[string]any{
 		"leaseTime": 10, "retryLimit": 0, "retryDelay": 5, "priority": 3, "maxSize": 10, "ttl": 20,

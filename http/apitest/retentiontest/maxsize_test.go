@@ -1,0 +1,53 @@
+package retentiontest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// maxSize (api.md): a push that would take a queue past maxSize unconsumed
+// messages, counted past its slowest group's committed offset, is refused
+// item by item (status failed, a clear error); the request's other items,
+// here one for another queue, are unaffected; consuming makes room.
+func TestMaxSize_RefusesItemsPastTheSlowestGroup(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q, other := apitest.Unique(t, "capped"), apitest.Unique(t, "uncapped")
+	s.Configure(t, q, map[string]any{"maxSize": 4})
+	s.PushN(t, q, "", 2)
+	res := s.Push(t,
+		apitest.PushItem{Queue: q, Payload: 1}, apitest.PushItem{Queue: other, Payload: 2},
+		apitest.PushItem{Queue: q, Payload: 3}, apitest.PushItem{Queue: q, Payload: 4})
+	for i, want := range []string{"queued", "queued", "queued", "failed"} {
+		if res[i].Status != want {
+			t.Fatalf("item %d: %+v, want %s", i, res[i], want)
+		}
+	}
+	if e := res[3].Error; !strings.Contains(e, "maxSize") {
+		t.Fatalf("refused item's error %q does not name maxSize", e)
+	}
+	if c := apitest.QueueCounts(t, q); c.Txids != 4 {
+		t.Fatalf("%d messages stored, want 4", c.Txids)
+	}
+
+	// A slow group takes one message and has not acked it yet; a fast one
+	// consumes all four: the queue is still full.
+	slow := s.PopOK(t, apitest.PopQueue(q, "batch", "1", "consumerGroup", "slow")).Messages[0]
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "4", "consumerGroup", "fast"))
+	for _, m := range p.Messages {
+		s.AckOK(t, m, "completed", "fast")
+	}
+	// Each request carries an item for the other queue too: a request whose
+	// every item fails is not a 201 (http/push.go), and the rule here is the
+	// items'.
+	if r := s.Push(t, apitest.PushItem{Queue: q, Payload: 5}, apitest.PushItem{Queue: other, Payload: 5}); r[0].Status != "failed" || r[1].Status != "queued" {
+		t.Fatalf("push with the slow group 4 behind: %+v", r)
+	}
+	s.AckOK(t, slow, "completed", "slow")
+	r := s.Push(t, apitest.PushItem{Queue: q, Payload: 6}, apitest.PushItem{Queue: q, Payload: 7})
+	if r[0].Status != "queued" || r[1].Status != "failed" {
+		t.Fatalf("push after the slow group consumed one: %+v", r)
+	}
+}

@@ -1,0 +1,225 @@
+package pg_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/pg"
+)
+
+// Encryption at rest through the store: what reaches the tables is sealed,
+// every reader opens it (pg/seal_test.go has the frame format's own tests).
+
+func newKey() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return k
+}
+
+// openKeyed is openStore with an encryption key.
+func openKeyed(t *testing.T, key []byte) *pg.Store {
+	t.Helper()
+	s, err := pg.Open(context.Background(), pg.Config{URL: testURL, PoolSize: 4, AcquireTimeout: 5 * time.Second,
+		EncryptionKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// encryptedQueue configures a queue with encryptionEnabled (and retryLimit
+// 0: the first failed ack dead-letters).
+func encryptedQueue(t *testing.T, s *pg.Store) (queengo.Queue, uuid.UUID) {
+	t.Helper()
+	o := queengo.ConfigureDefaults()
+	o.EncryptionEnabled, o.RetryLimit = true, 0
+	q, pid, err := s.Configure(context.Background(), "enc-"+uuid.NewString()[:8], "", "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, pid
+}
+
+// stored counts the rows of table (segments or dead_letters) of partition
+// pid whose frame bytes contain marker.
+func stored(t *testing.T, table, column string, pid uuid.UUID, marker string) int {
+	t.Helper()
+	var n int
+	if err := session(t, "10s").QueryRow(context.Background(), `SELECT count(*) FROM queen.`+table+
+		` WHERE partition_id = $1 AND position($2::bytea IN `+column+`) > 0`, pid, []byte(marker)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func claimAll(t *testing.T, s *pg.Store, q queengo.Queue) queengo.ClaimResult {
+	t.Helper()
+	res, err := s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
+		Group: queengo.QueueModeGroup, Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0]
+}
+
+// A sealed segment, a transaction's push, a dead letter and its requeue
+// keep nothing of the payload in their rows; claim, the message view, the
+// dead-letter list and the requeue return it as pushed.
+func TestEncryption_SealedAtRestOpenedOnRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openKeyed(t, newKey())
+	q, pid := encryptedQueue(t, s)
+	marker := "pg-marker-" + uuid.NewString()
+	payload := `{"m":"` + marker + `"}`
+	f := queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: "a", Payload: []byte(payload)}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{f}, Seal: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transaction(ctx, []queengo.TxOp{{Push: &queengo.PushItem{Queue: q.Name, Partition: queengo.DefaultPartition,
+		Frame: queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: "b", Payload: []byte(payload)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, "segments", "frames", pid, marker); n != 0 {
+		t.Fatalf("%d segments hold the payload in plaintext", n)
+	}
+	// The control: a queue without encryption stores it as it came.
+	plain, err := s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ppid, err := s.EnsurePartition(ctx, plain.ID, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: ppid, Frames: []queengo.Frame{f}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, "segments", "frames", ppid, marker); n != 1 {
+		t.Fatalf("the plaintext control: %d segments hold the payload, want 1", n)
+	}
+	r := claimAll(t, s, q)
+	if r.Err != nil || len(r.Messages) != 2 || string(r.Messages[0].Payload) != payload || string(r.Messages[1].Payload) != payload {
+		t.Fatalf("claim: %+v", r)
+	}
+	m, err := s.GetMessage(ctx, pid, "b")
+	if err != nil || string(m.Payload) != payload || !m.Encrypted {
+		t.Fatalf("message view: %q encrypted %v, %v", m.Payload, m.Encrypted, err)
+	}
+
+	res, err := s.Ack(ctx, []queengo.AckItem{{PartitionID: pid, TransactionID: "a", Status: "failed", Group: queengo.QueueModeGroup}})
+	if err != nil || !res[0].DLQ {
+		t.Fatalf("failed ack with retryLimit 0: %+v %v", res, err)
+	}
+	if n := stored(t, "dead_letters", "frame", pid, marker); n != 0 {
+		t.Fatal("the dead letter holds the payload in plaintext")
+	}
+	dl, _, err := s.ListDeadLetters(ctx, queengo.DLQFilter{Queue: q.Name, Limit: 10})
+	if err != nil || len(dl) != 1 || string(dl[0].Frame.Payload) != payload {
+		t.Fatalf("dead letters: %+v %v", dl, err)
+	}
+	_, nf, err := s.RequeueDeadLetter(ctx, dl[0].ID)
+	if err != nil || string(nf.Payload) != payload {
+		t.Fatalf("requeue: %q %v", nf.Payload, err)
+	}
+	if n := stored(t, "segments", "frames", pid, marker); n != 0 {
+		t.Fatal("the requeued message is stored in plaintext")
+	}
+	if m, err := s.GetMessage(ctx, pid, nf.TransactionID); err != nil || string(m.Payload) != payload || !m.Encrypted {
+		t.Fatalf("requeued message: %q encrypted %v, %v", m.Payload, m.Encrypted, err)
+	}
+}
+
+// A store without a key refuses encryptionEnabled at configure (and
+// changes nothing) and refuses to write a segment that asks to be sealed.
+func TestEncryption_RefusedWithoutKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	o := queengo.ConfigureDefaults()
+	o.EncryptionEnabled = true
+	name := "enc-nokey-" + uuid.NewString()[:8]
+	if _, _, err := s.Configure(ctx, name, "", "", o); !errors.Is(err, queengo.ErrEncryptionUnavailable) {
+		t.Fatalf("configure: %v, want ErrEncryptionUnavailable", err)
+	}
+	var n int
+	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.queues WHERE name = $1`, name).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the refused configure left %d queues (%v)", n, err)
+	}
+	q, err := s.EnsureQueue(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := s.EnsurePartition(ctx, q.ID, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a")}, Seal: true}})
+	if !errors.Is(err, queengo.ErrEncryptionUnavailable) {
+		t.Fatalf("sealed append without a key: %v, want ErrEncryptionUnavailable", err)
+	}
+}
+
+// queen.append_segments refuses a plaintext segment for a queue with
+// encryptionEnabled (a writer that read the queue before encryption was
+// turned on) with ErrQueueChanged, writing nothing.
+func TestEncryption_PlaintextWriteToEncryptedQueueRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openKeyed(t, newKey())
+	_, pid := encryptedQueue(t, s)
+	other, err := s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	opid, err := s.EnsurePartition(ctx, other.ID, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(ctx, []queengo.Segment{{Partition: opid, Frames: []queengo.Frame{frame("x")}},
+		{Partition: pid, Frames: []queengo.Frame{frame("a")}}})
+	if !errors.Is(err, queengo.ErrQueueChanged) {
+		t.Fatalf("plaintext append: %v, want ErrQueueChanged", err)
+	}
+	var n int
+	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.segments WHERE partition_id = ANY ($1)`,
+		[]uuid.UUID{pid, opid}).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the refused append wrote %d segments (%v)", n, err)
+	}
+}
+
+// A payload sealed with a key the process does not have fails the claim
+// that meets it and the message view with ErrEncryptionKeyUnknown; nothing
+// panics. (The key id is overwritten in place: every key a store was opened
+// with opens in this process.)
+func TestEncryption_UnknownKeyFailsTheRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openKeyed(t, newKey())
+	q, pid := encryptedQueue(t, s)
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("t1")}, Seal: true}}); err != nil {
+		t.Fatal(err)
+	}
+	// flags, message id, len+"t1", payload length: the key id starts at
+	// byte 22 (1-based).
+	if _, err := session(t, "10s").Exec(ctx, `UPDATE queen.segments SET frames = overlay(frames PLACING '\xdeadbeef'::bytea FROM 22)
+WHERE partition_id = $1`, pid); err != nil {
+		t.Fatal(err)
+	}
+	if r := claimAll(t, s, q); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
+		t.Fatalf("claim: %+v, want ErrEncryptionKeyUnknown", r)
+	}
+	if _, err := s.GetMessage(ctx, pid, "t1"); !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
+		t.Fatalf("message view: %v, want ErrEncryptionKeyUnknown", err)
+	}
+}
