@@ -74,7 +74,11 @@ type Config struct {
 	Backoff  Backoff
 	Logger   *slog.Logger
 	// ClaimsInFlight caps the claim statements one queue actor runs at once;
-	// each carries every pop that was ready when it started.
+	// each carries every pop that was ready when it started. Default 1: a
+	// round is one set-based statement whatever it carries, so pops that
+	// arrive while one runs ride the next together; with 4 in flight rounds
+	// carried about one pop each and consume at batch 1 was 1.3-1.7x slower
+	// (docs/benchmarks.md).
 	ClaimsInFlight int
 	// CommitsInFlight caps the shared segment commits one queue actor runs
 	// at once; each carries every partition's segment that was ready. A
@@ -115,7 +119,7 @@ func New(cfg Config) *Broker { return newBroker(cfg, nil) }
 // anything starts (tests: a fake clock, signals, short intervals).
 func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if cfg.ClaimsInFlight <= 0 {
-		cfg.ClaimsInFlight = 4
+		cfg.ClaimsInFlight = 1
 	}
 	if cfg.CommitsInFlight <= 0 {
 		cfg.CommitsInFlight = 2
