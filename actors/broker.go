@@ -32,6 +32,10 @@ import (
 // behalf of the HTTP layer, which sees no Store. Failures are the errors of
 // package queengo (ErrNotFound, ErrPool, ErrTimeout, ...), wrapped.
 type Store interface {
+	GroupStore
+	ResourceStore
+	StatusStore
+	TraceStore
 	EnsureQueue(ctx context.Context, name string) (queengo.Queue, error)
 	QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error)
 	EnsurePartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)

@@ -17,6 +17,12 @@ import (
 // from its hook when the test set one, else with a harmless default. Appends
 // dedupe by transaction id across calls, as queen.append_segments does.
 type fakeStore struct {
+	// The admin areas are never called by the actor tests; a call panics.
+	GroupStore
+	ResourceStore
+	StatusStore
+	TraceStore
+
 	queue queengo.Queue
 
 	claim  func(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)

@@ -151,6 +151,21 @@ func errTxConflict(reason string) apiError {
 	return apiError{fasthttp.StatusConflict, "transaction_conflict", "ACK operation failed: " + reason}
 }
 
+// The admin routes of issue 12, one block per area; each area's owner adds
+// its entries to its own block only.
+
+// Consumer-group admin (http/groups.go).
+var ()
+
+// Resources and messages (http/resources.go, http/messages.go).
+var ()
+
+// Status, analytics and metrics (http/status.go, http/metrics.go).
+var ()
+
+// Traces (http/traces.go).
+var ()
+
 // The broker's failures, see failure and popFailure.
 var (
 	errPopNoConn           = apiError{fasthttp.StatusInternalServerError, "pop_no_connection", "pool"}

@@ -47,7 +47,7 @@ type route struct {
 // routes is the route table: every route the broker serves and the level
 // it requires. A route added anywhere else stops New (see unleveled).
 func (s *Server) routes() []route {
-	return []route{
+	core := []route{
 		{fasthttp.MethodGet, "/health", levelPublic, s.handleHealth},
 		{fasthttp.MethodGet, "/metrics", levelPublic, s.handleMetrics},
 		{fasthttp.MethodGet, "/metrics/prometheus", levelPublic, s.handlePrometheus},
@@ -65,12 +65,12 @@ func (s *Server) routes() []route {
 		// the reference has neither route and would default them to RW.
 		{fasthttp.MethodPost, "/api/v1/dlq/{id}/requeue", levelReadWrite, s.handleRequeueDLQ},
 		{fasthttp.MethodDelete, "/api/v1/dlq/{id}", levelReadWrite, s.handleDeleteDLQ},
-		{fasthttp.MethodGet, "/api/v1/messages/{partitionId}/{transactionId}", levelReadOnly, s.handleGetMessage},
-		{fasthttp.MethodPost, "/api/v1/consumer-groups/{group}/subscription", levelReadWrite, s.handleSubscription},
-		{fasthttp.MethodDelete, "/api/v1/resources/queues/{queue}", levelAdmin, s.handleDeleteQueue},
 		{fasthttp.MethodGet, "/api/v1/system/maintenance/pop", levelAdmin, s.handleGetPopMaintenance},
 		{fasthttp.MethodPost, "/api/v1/system/maintenance/pop", levelAdmin, s.handleSetPopMaintenance},
 	}
+	// The admin areas keep their routes beside their handlers; register
+	// checks their levels all the same.
+	return slices.Concat(core, s.groupRoutes(), s.resourceRoutes(), s.statusRoutes(), s.traceRoutes())
 }
 
 // register adds every route of table to r, each behind the check of its

@@ -24,6 +24,10 @@ import (
 // satisfies it. Every method is bounded by its context (Pop: see there) and
 // fails with the errors of package queengo, wrapped.
 type Broker interface {
+	GroupAdmin
+	ResourceAdmin
+	StatusAdmin
+	TraceAdmin
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)

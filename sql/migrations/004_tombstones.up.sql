@@ -1,0 +1,1 @@
+-- 004: reserved for message tombstones (D10) (issue 12); its owner writes the DDL.

@@ -1,0 +1,1 @@
+-- 005: reserved for the metrics collector's history (issue 12); its owner writes the DDL.

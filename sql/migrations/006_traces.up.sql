@@ -1,0 +1,1 @@
+-- 006: reserved for message traces (issue 12); its owner writes the DDL.
