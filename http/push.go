@@ -296,6 +296,9 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	failed := 0
+	// failStatus is the table's status shared by every failed item, or 500
+	// when they differ.
+	failStatus := 0
 	buf := make([]byte, 0, 160*len(results))
 	buf = append(buf, '[')
 	for i := range results {
@@ -318,8 +321,14 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		}
 		if r.Status == queengo.PushFailed {
 			failed++
+			f := failure(r.Err)
+			if failStatus == 0 {
+				failStatus = f.Status
+			} else if failStatus != f.Status {
+				failStatus = fasthttp.StatusInternalServerError
+			}
 			buf = append(buf, `,"error":`...)
-			buf = appendString(buf, failure(r.Err).Message)
+			buf = appendString(buf, f.Message)
 		} else {
 			buf = append(buf, `,"message_id":`...)
 			buf = appendUUID(buf, r.MessageID)
@@ -336,9 +345,10 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 	pushMessages.Add(len(results) - failed)
 	status := fasthttp.StatusCreated
 	if failed == len(results) {
-		// Nothing was written: a 5xx lets the SDKs retry, and keeps the Go
-		// SDK from reading a non-queued body as success.
-		status = fasthttp.StatusInternalServerError
+		// Nothing was written: not a 2xx, which the Go SDK would read as
+		// success. The status is the failures' own (409 for a full queue, a
+		// 5xx the SDKs retry for a database fault), 500 when they differ.
+		status = failStatus
 	}
 	writeJSON(ctx, status, buf)
 }

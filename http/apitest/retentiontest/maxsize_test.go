@@ -51,3 +51,26 @@ func TestMaxSize_RefusesItemsPastTheSlowestGroup(t *testing.T) {
 		t.Fatalf("push after the slow group consumed one: %+v", r)
 	}
 }
+
+// maxSize (api.md): a push whose every item a full queue refuses answers 409
+// with the per-item array, not a 500 the SDKs would retry as a server fault;
+// nothing of it is stored.
+func TestMaxSize_PushRefusedWhollyAnswers409(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "full")
+	s.Configure(t, q, map[string]any{"maxSize": 1})
+	s.PushN(t, q, "", 1)
+	r := s.Post(t, "/api/v1/push", map[string]any{"items": []apitest.PushItem{{Queue: q, Payload: 2}, {Queue: q, Payload: 3}}})
+	if r.Status != 409 {
+		t.Fatalf("status %d, want 409: %s", r.Status, r.Body)
+	}
+	var res []apitest.PushResult
+	r.JSON(t, &res)
+	if len(res) != 2 || res[0].Status != "failed" || !strings.Contains(res[1].Error, "maxSize") {
+		t.Fatalf("results %+v", res)
+	}
+	if c := apitest.QueueCounts(t, q); c.Txids != 1 {
+		t.Fatalf("%d messages stored, want 1", c.Txids)
+	}
+}
