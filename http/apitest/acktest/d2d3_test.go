@@ -150,7 +150,9 @@ func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "d3-failed")
-	s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 1500, "leaseTime": 60})
+	// retryDelay 4 s: long enough that the two empty pops below land inside
+	// it even on a loaded machine running the whole suite.
+	s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 4000, "leaseTime": 60})
 	ps := s.PushN(t, q, "", 3)
 	pid := ps[0].PartitionID
 	p := s.PopOK(t, apitest.PopQueue(q, "batch", "3"))
@@ -172,10 +174,10 @@ func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
 	// Not before retryDelay.
 	s.PopEmpty(t, apitest.PopQueue(q, "batch", "3"))
 	s.PopEmpty(t, apitest.PopPartition(q, "Default", "batch", "3"))
-	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "3"), 5*time.Second, 100*time.Millisecond)
+	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "3"), 10*time.Second, 100*time.Millisecond)
 	waited := time.Since(sent)
-	if waited < 1450*time.Millisecond {
-		t.Fatalf("redelivered after %v, before retryDelay 1500 ms", waited)
+	if waited < 3950*time.Millisecond {
+		t.Fatalf("redelivered after %v, before retryDelay 4000 ms", waited)
 	}
 	apitest.WantTxIDs(t, "redelivery of m2 and m3", p2, ps[1:].TxIDs())
 }
