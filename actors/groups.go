@@ -1,4 +1,79 @@
 package actors
 
+import (
+	"context"
+	"time"
+
+	"github.com/queengo/queengo"
+)
+
 // GroupStore is what the consumer-group admin routes (shared/spec/api.md §6) need of the store.
-type GroupStore interface{}
+type GroupStore interface {
+	ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error)
+	LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error)
+	GroupPartitions(ctx context.Context, group string, limit, offset int) ([]queengo.GroupPartition, error)
+	DeleteGroup(ctx context.Context, group, queue string, metadata bool) (queengo.GroupDeleted, error)
+	SeekGroup(ctx context.Context, seek queengo.GroupSeek) (queengo.GroupSought, error)
+	StatsReport(ctx context.Context) (queengo.StatsReport, error)
+}
+
+// ListGroups returns one page of the consumer-group list: one entry per
+// (group, queue), by group then queue (byte order).
+func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error) {
+	return b.cfg.Store.ListGroups(ctx, limit, offset)
+}
+
+// LaggingGroups returns one page of the (partition, group) cursors whose
+// oldest unconsumed message was written at least minLag ago, the longest
+// waiting first.
+func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error) {
+	return b.cfg.Store.LaggingGroups(ctx, minLag, limit, offset)
+}
+
+// GroupPartitions returns one page of the group's cursors, by queue then
+// partition, or an error wrapping queengo.ErrNotFound for a group with
+// neither a cursor nor a subscription record.
+func (b *Broker) GroupPartitions(ctx context.Context, group string, limit, offset int) ([]queengo.GroupPartition, error) {
+	return b.cfg.Store.GroupPartitions(ctx, group, limit, offset)
+}
+
+// DeleteGroup deletes the group's cursors and attempt counts on queue (on
+// every queue when empty) and, with metadata, its subscription records
+// there. Its next pop is a first contact again (D6); its parked pops on the
+// queues concerned look again at once.
+func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, metadata bool) (queengo.GroupDeleted, error) {
+	res, err := b.cfg.Store.DeleteGroup(ctx, group, queue, metadata)
+	if err == nil {
+		b.groupMoved(group, res.Cursors)
+	}
+	return res, err
+}
+
+// SeekGroup moves the group's cursors on a queue (or one partition) to the
+// end or to a time and releases their leases; the group's parked pops look
+// again at once, so a seek back delivers at once.
+func (b *Broker) SeekGroup(ctx context.Context, seek queengo.GroupSeek) (queengo.GroupSought, error) {
+	res, err := b.cfg.Store.SeekGroup(ctx, seek)
+	if err == nil {
+		b.groupMoved(seek.Group, res.Moved)
+	}
+	return res, err
+}
+
+// groupMoved offers the partitions whose cursor of group was moved or
+// deleted to the group's pops: what lies past the cursor, and the span a
+// released lease held, is claimable now. A deleted cursor's ready set
+// stays: the group's next claim searches whatever it offers (a first
+// contact creates the cursor again), and a full search within a second
+// finds the rest.
+func (b *Broker) groupMoved(group string, cursors []queengo.GroupCursor) {
+	for _, c := range cursors {
+		b.freed(c.Queue, c.Partition, group)
+	}
+}
+
+// RefreshStats computes the figures of the statistics report now: queengo
+// keeps no precomputed statistics, so there is nothing to rebuild.
+func (b *Broker) RefreshStats(ctx context.Context) (queengo.StatsReport, error) {
+	return b.cfg.Store.StatsReport(ctx)
+}

@@ -1,6 +1,9 @@
 package actors
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // parkingLot keeps the pops of one actor that wait for something: long polls
 // that found nothing (parked, under a key, with a backoff and a deadline) and
@@ -18,6 +21,9 @@ type parkingLot struct {
 	keys    map[string]*parkedKey
 	held    []*waiter
 	n       int // parked pops (held ones not included)
+	// queue counts the lot's parked pops for its queue (parkedstats.go);
+	// nil for a discovery scope's lot.
+	queue *atomic.Int64
 }
 
 // parkedKey is the long-poll state of the parked pops of one key.
@@ -221,6 +227,9 @@ func (l *parkingLot) empty() bool { return l.n == 0 && len(l.held) == 0 }
 func (l *parkingLot) count(d int) {
 	l.n += d
 	parked.Add(int64(d))
+	if l.queue != nil {
+		l.queue.Add(int64(d))
+	}
 }
 
 // earliest returns the earlier of two times, zero meaning none.

@@ -39,9 +39,11 @@ type queueActor struct {
 }
 
 func newQueueActor(d *deps, h *handle, name string) *queueActor {
-	return &queueActor{d: d, h: h, name: name, parts: map[string]uuid.UUID{},
+	a := &queueActor{d: d, h: h, name: name, parts: map[string]uuid.UUID{},
 		writers: map[string]*partitionWriter{}, pacer: commitPacer{max: d.commitsInFlight},
 		pops: newPopScheduler(d), ready: newReadySets()}
+	a.pops.lot.queue = queueParked(name)
+	return a
 }
 
 func (a *queueActor) Receive(ctx actor.Context) {

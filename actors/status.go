@@ -1,4 +1,104 @@
 package actors
 
+import (
+	"context"
+	"time"
+
+	"github.com/queengo/queengo"
+)
+
 // StatusStore is what the status and analytics routes and the metrics collector (shared/spec/api.md §2, §7.5) need of the store.
-type StatusStore interface{}
+type StatusStore interface {
+	// AllQueueFigures returns the figures of every queue (the collector's
+	// tick).
+	AllQueueFigures(ctx context.Context) ([]queengo.QueueFigures, error)
+	StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error)
+	DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, topN int) (queengo.DeadLetterSummary, error)
+	QueueDetail(ctx context.Context, name string, limit, offset int) (queengo.QueueDetail, error)
+	QueueMessages(ctx context.Context, name string, limit, offset int) ([]queengo.QueueMessage, error)
+	PostgresStats(ctx context.Context) (queengo.PostgresStats, error)
+	WriteSamples(ctx context.Context, w queengo.SampleWrite) (queengo.SampleResult, error)
+	QueueSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	SystemSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	LatestSampleAt(ctx context.Context) (time.Time, error)
+}
+
+// The status and analytics door: reads only, so nothing is told to the
+// actors. Figures are live cursor and segment arithmetic; series come from
+// the collector's samples.
+
+// StatusQueues returns one page of the queues f selects, newest first, with
+// their live figures, and how many f selects in all.
+func (b *Broker) StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error) {
+	return b.cfg.Store.StatusQueues(ctx, f, limit, offset)
+}
+
+// DeadLetterSummary counts the dead letters of the queues f selects.
+func (b *Broker) DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, topN int) (queengo.DeadLetterSummary, error) {
+	return b.cfg.Store.DeadLetterSummary(ctx, f, topN)
+}
+
+// QueueDetail returns a queue with its totals and a page of its partitions,
+// or an error wrapping queengo.ErrNotFound.
+func (b *Broker) QueueDetail(ctx context.Context, name string, limit, offset int) (queengo.QueueDetail, error) {
+	return b.cfg.Store.QueueDetail(ctx, name, limit, offset)
+}
+
+// QueueMessages returns a page of a queue's messages, newest first, or an
+// error wrapping queengo.ErrNotFound.
+func (b *Broker) QueueMessages(ctx context.Context, name string, limit, offset int) ([]queengo.QueueMessage, error) {
+	return b.cfg.Store.QueueMessages(ctx, name, limit, offset)
+}
+
+// PostgresStats is the live view of the database.
+func (b *Broker) PostgresStats(ctx context.Context) (queengo.PostgresStats, error) {
+	return b.cfg.Store.PostgresStats(ctx)
+}
+
+// QueueSeries is the throughput and lag series of the queues q selects.
+func (b *Broker) QueueSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return b.cfg.Store.QueueSeries(ctx, q)
+}
+
+// SystemSeries is the process series summed over the broker instances.
+func (b *Broker) SystemSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return b.cfg.Store.SystemSeries(ctx, q)
+}
+
+// WorkerSeries is the process series per broker instance.
+func (b *Broker) WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return b.cfg.Store.WorkerSeries(ctx, q)
+}
+
+// ParkedSeries is the parked long polls per queue over the instances.
+func (b *Broker) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return b.cfg.Store.ParkedSeries(ctx, q)
+}
+
+// RetentionSeries is what the data lifecycle removed, per bucket.
+func (b *Broker) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return b.cfg.Store.RetentionSeries(ctx, q)
+}
+
+// LatestSampleAt is the time of the collector's newest queue figures in the
+// database (zero: none yet).
+func (b *Broker) LatestSampleAt(ctx context.Context) (time.Time, error) {
+	return b.cfg.Store.LatestSampleAt(ctx)
+}
+
+// MetricsSnapshot is the running collector's last sample in this process;
+// nil before its first tick or without a collector.
+func (b *Broker) MetricsSnapshot() *queengo.MetricsSnapshot { return latestSnapshot.Load() }
+
+// PopMaintenanceOn is the pop maintenance switch as this process applies it
+// (re-read every MaintenanceRefresh).
+func (b *Broker) PopMaintenanceOn() bool { return b.popMaintenance.Load() }
+
+// ProcessStats reads this process's CPU, memory and goroutines.
+func (b *Broker) ProcessStats() queengo.ProcessStats { return readProcess() }
+
+// ParkedByQueue is this process's parked long polls per queue.
+func (b *Broker) ParkedByQueue() map[string]int64 { return ParkedByQueue() }

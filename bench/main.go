@@ -11,7 +11,7 @@
 //
 //	go run ./bench <scenario> [flags]
 //
-// Scenarios: push, consume, e2e, wake, idle, compare, storage, and chart
+// Scenarios: push, consume, e2e, wake, idle, compare, storage, admin, and chart
 // (which draws an SVG from the JSON results). Every scenario prints one line
 // per --interval while it runs and a summary table at the end, also when
 // interrupted with Ctrl-C; --json and --md write the results to files.
@@ -53,6 +53,7 @@ func init() {
 		{"compare", "push and consume against queengo, RabbitMQ and NATS in one table", cmdCompare},
 		{"storage", "segment storage format: bytea frames against a JSONB array, in PostgreSQL", cmdStorage},
 		{"chart", "draw throughput against messages per request from JSON results (SVG)", cmdChart},
+		{"admin", "seed queues, partitions, groups and messages, then time every status and admin GET route", cmdAdmin},
 	}
 }
 

@@ -18,8 +18,11 @@ import (
 )
 
 // specLevels is the Auth column of shared/spec/api.md §0 for every route
-// the broker serves. The two DLQ write routes are not in the spec: they
-// change data, as a message delete (RW) does.
+// the broker serves. Routes the spec's table lacks get the level of their
+// nearest kin: the two DLQ write routes and a message's retry and move to
+// the DLQ change data, as a message delete (RW) does; a queue clear drops
+// data, as a queue delete (ADM) does; the partitions list reads, as the
+// other resource lists (RO) do.
 var specLevels = map[string]level{
 	"GET /health":                   levelPublic,
 	"GET /metrics":                  levelPublic,
@@ -41,6 +44,46 @@ var specLevels = map[string]level{
 	"DELETE /api/v1/resources/queues/{queue}":            levelAdmin,
 	"GET /api/v1/system/maintenance/pop":                 levelAdmin,
 	"POST /api/v1/system/maintenance/pop":                levelAdmin,
+
+	"GET /api/v1/consumer-groups":                                                     levelReadOnly,
+	"GET /api/v1/consumer-groups/lagging":                                             levelReadOnly,
+	"GET /api/v1/consumer-groups/{group}":                                             levelReadOnly,
+	"DELETE /api/v1/consumer-groups/{group}":                                          levelAdmin,
+	"DELETE /api/v1/consumer-groups/{group}/queues/{queue}":                           levelAdmin,
+	"POST /api/v1/consumer-groups/{group}/queues/{queue}/seek":                        levelReadWrite,
+	"POST /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek": levelReadWrite,
+	"POST /api/v1/stats/refresh":                                                      levelAdmin,
+
+	"GET /api/v1/resources/overview":                            levelReadOnly,
+	"GET /api/v1/resources/queues":                              levelReadOnly,
+	"GET /api/v1/resources/queues/{queue}":                      levelReadOnly,
+	"GET /api/v1/resources/namespaces":                          levelReadOnly,
+	"GET /api/v1/resources/tasks":                               levelReadOnly,
+	"GET /api/v1/resources/partitions":                          levelReadOnly,
+	"DELETE /api/v1/queues/{queue}/clear":                       levelAdmin,
+	"GET /api/v1/messages":                                      levelReadOnly,
+	"DELETE /api/v1/messages/{partitionId}/{transactionId}":     levelReadWrite,
+	"POST /api/v1/messages/{partitionId}/{transactionId}/retry": levelReadWrite,
+	"POST /api/v1/messages/{partitionId}/{transactionId}/dlq":   levelReadWrite,
+
+	"GET /api/v1/status":                          levelReadOnly,
+	"GET /api/v1/status/queues":                   levelReadOnly,
+	"GET /api/v1/status/queues/{queue}":           levelReadOnly,
+	"GET /api/v1/status/queues/{queue}/messages":  levelReadOnly,
+	"GET /api/v1/status/analytics":                levelReadOnly,
+	"GET /api/v1/status/buffers":                  levelReadOnly,
+	"GET /api/v1/analytics/system-metrics":        levelReadOnly,
+	"GET /api/v1/analytics/worker-metrics":        levelReadOnly,
+	"GET /api/v1/analytics/postgres-stats":        levelReadOnly,
+	"GET /api/v1/analytics/queue-lag":             levelReadOnly,
+	"GET /api/v1/analytics/queue-ops":             levelReadOnly,
+	"GET /api/v1/analytics/queue-parked-replicas": levelReadOnly,
+	"GET /api/v1/analytics/retention":             levelReadOnly,
+
+	"POST /api/v1/traces":                              levelReadWrite,
+	"GET /api/v1/traces/names":                         levelReadOnly,
+	"GET /api/v1/traces/by-name/{traceName}":           levelReadOnly,
+	"GET /api/v1/traces/{partitionId}/{transactionId}": levelReadOnly,
 }
 
 func TestAuthRouteLevelsFollowTheSpec(t *testing.T) {

@@ -148,15 +148,7 @@ func (s *Server) handleDeleteDLQ(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
-	pid, e := pathUUID(ctx, "partitionId")
-	if e != nil {
-		writeError(ctx, *e)
-		return
-	}
-	txid, e := pathText(ctx, "transactionId")
-	if e == nil {
-		e = checkTxID(txid)
-	}
+	pid, txid, e := messagePath(ctx)
 	if e != nil {
 		writeError(ctx, *e)
 		return

@@ -155,16 +155,49 @@ func errTxConflict(reason string) apiError {
 // its entries to its own block only.
 
 // Consumer-group admin (http/groups.go).
-var ()
+var (
+	errSeekTarget    = apiError{fasthttp.StatusBadRequest, "seek_target_required", "Must specify either 'toEnd': true or 'timestamp'"}
+	errSeekToEndBool = apiError{fasthttp.StatusBadRequest, "seek_to_end_not_boolean", "toEnd must be a boolean"}
+	errGroupNotFound = apiError{fasthttp.StatusNotFound, "consumer_group_not_found", "consumer group not found"}
+)
+
+// errBoolParam names a query parameter that is not true, false, 1 or 0.
+func errBoolParam(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "boolean_param_invalid", key + " must be true, false, 1 or 0"}
+}
 
 // Resources and messages (http/resources.go, http/messages.go).
-var ()
+var (
+	errQueueNotFound     = apiError{fasthttp.StatusNotFound, "queue_not_found", "queue not found"}
+	errPartitionNotFound = apiError{fasthttp.StatusNotFound, "partition_not_found", "partition not found"}
+	errMessageStatus     = apiError{fasthttp.StatusBadRequest, "message_status_invalid", "status must be pending, processing, completed or dead_letter"}
+	errMessageWindow     = apiError{fasthttp.StatusBadRequest, "message_window_order", "from must not be after to"}
+	// A retry of a message that neither failed nor was dead-lettered, or a
+	// move to the dead-letter queue of one every group resolved already:
+	// the message's state, not the request, refuses it.
+	errNotRetryable    = apiError{fasthttp.StatusConflict, "message_not_retryable", "message is not failed or dead-lettered"}
+	errMessageResolved = apiError{fasthttp.StatusConflict, "message_resolved", "message is already resolved for every consumer group"}
+)
 
 // Status, analytics and metrics (http/status.go, http/metrics.go).
-var ()
+var (
+	errStatusQueueNotFound = apiError{fasthttp.StatusNotFound, "status_queue_not_found", "queue not found"}
+	errWindowOrder         = apiError{fasthttp.StatusBadRequest, "window_order", "from must be before to"}
+	errWindowTooLong       = apiError{fasthttp.StatusBadRequest, "window_too_long", "the window from..to must be at most 31 days"}
+	errTooManyPoints       = apiError{fasthttp.StatusBadRequest, "too_many_points", "the window holds more than 1500 buckets: narrow it or widen the bucket"}
+	errIntervalParam       = apiError{fasthttp.StatusBadRequest, "interval_invalid", "interval must be minute, hour or day"}
+)
 
 // Traces (http/traces.go).
-var ()
+var (
+	errTraceMessageRequired = apiError{fasthttp.StatusBadRequest, "trace_message_required", "transactionId and partitionId are required"}
+	errTraceDataRequired    = apiError{fasthttp.StatusBadRequest, "trace_data_required", "data is required"}
+	errTraceDataTooLarge    = apiError{fasthttp.StatusBadRequest, "trace_data_too_large", fmt.Sprintf("data must be at most %d bytes of compact JSON", maxTraceData)}
+	errEventTypeString      = apiError{fasthttp.StatusBadRequest, "event_type_not_string", "eventType must be a string or null"}
+	errEventTypeTooLong     = apiError{fasthttp.StatusBadRequest, "event_type_too_long", fmt.Sprintf("eventType must be at most %d bytes", maxEventTypeLen)}
+	errTraceNamesShape      = apiError{fasthttp.StatusBadRequest, "trace_names_invalid", "traceNames must be a string, an array of strings or null"}
+	errTraceNamesTooMany    = apiError{fasthttp.StatusBadRequest, "trace_names_too_many", fmt.Sprintf("traceNames must hold at most %d names", maxTraceNames)}
+)
 
 // The broker's failures, see failure and popFailure.
 var (

@@ -1,12 +1,16 @@
 package http
 
 import (
-	"runtime"
-	"syscall"
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
+
+	"github.com/queengo/queengo"
 )
 
 // Counters of the HTTP face, exported on /metrics/prometheus.
@@ -29,21 +33,146 @@ var (
 
 var started = time.Now()
 
+// databaseErrors are the error table's entries that mean the database
+// failed a request; their counts are RequestCounts.DBErrors.
+var databaseErrors = []apiError{errDatabase, errRowMissing, errDatabaseNoConn, errDatabaseUnavailable,
+	errDatabaseTimedOut, errPopNoConn, errPopFailed}
+
+// RequestCounts reads this process's request counters, for the metrics
+// collector's process rows.
+func RequestCounts() queengo.RequestCounts {
+	var db uint64
+	for _, e := range databaseErrors {
+		db += metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + e.Code + `"}`).Get()
+	}
+	return queengo.RequestCounts{
+		PushRequests: pushRequests.Get(), PushMessages: pushMessages.Get(), PushDuplicates: pushDuplicates.Get(),
+		PushFailed: pushFailed.Get(), PopRequests: popRequests.Get(), PopMessages: popMessages.Get(),
+		PopEmpty: popEmpty.Get(), PopErrors: popErrors.Get(), AckRequests: ackRequests.Get(),
+		AckItems: ackItems.Get(), AckFailed: ackFailed.Get(), DBErrors: db,
+	}
+}
+
+// handlePrometheus writes every queengo_* family, then Queen's families
+// under Queen's names (docs/api.md "Prometheus families"): the process's
+// own figures live, the per-queue ones from the metrics collector's last
+// sample (no database query per scrape).
 func (s *Server) handlePrometheus(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	metrics.WritePrometheus(ctx, true)
+	var w promWriter
+	s.writeQueenFamilies(&w)
+	_, _ = ctx.Write(w.Bytes())
 }
 
-// handleMetrics is the JSON summary the SDKs' admin.metrics() returns.
+// promWriter writes Prometheus text families.
+type promWriter struct{ bytes.Buffer }
+
+// family writes the HELP and TYPE lines of a family.
+func (w *promWriter) family(name, typ, help string) {
+	w.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
+}
+
+// sample writes one sample; labels alternate names and values.
+func (w *promWriter) sample(name string, v float64, labels ...string) {
+	w.WriteString(name)
+	if len(labels) > 0 {
+		w.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(labels[i] + `="` + promEscaper.Replace(labels[i+1]) + `"`)
+		}
+		w.WriteByte('}')
+	}
+	w.WriteByte(' ')
+	w.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	w.WriteByte('\n')
+}
+
+var promEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Server) writeQueenFamilies(w *promWriter) {
+	p := s.broker.ProcessStats()
+	total, idle, acquired := s.broker.PoolStats()
+	w.family("queen_uptime_seconds", "gauge", "Seconds since the broker process started.")
+	w.sample("queen_uptime_seconds", time.Since(started).Seconds())
+	w.family("queen_cpu_user_microseconds_total", "counter", "User CPU time of the process, microseconds.")
+	w.sample("queen_cpu_user_microseconds_total", float64(p.CPUUserUs))
+	w.family("queen_cpu_system_microseconds_total", "counter", "System CPU time of the process, microseconds.")
+	w.sample("queen_cpu_system_microseconds_total", float64(p.CPUSystemUs))
+	w.family("queen_process_resident_memory_bytes", "gauge", "Resident memory of the process.")
+	w.sample("queen_process_resident_memory_bytes", float64(p.RSSBytes))
+	w.family("queen_process_virtual_memory_bytes", "gauge", "Virtual memory of the process.")
+	w.sample("queen_process_virtual_memory_bytes", float64(p.VirtualBytes))
+	w.family("queen_db_pool_size", "gauge", "Open connections of the database pool.")
+	w.sample("queen_db_pool_size", float64(total))
+	w.family("queen_db_pool_idle", "gauge", "Idle connections of the database pool.")
+	w.sample("queen_db_pool_idle", float64(idle))
+	w.family("queen_db_pool_active", "gauge", "Connections of the database pool in use.")
+	w.sample("queen_db_pool_active", float64(acquired))
+	// queengo has no push maintenance mode (writes are never buffered):
+	// the family is 0, so Queen's alerts on it stay quiet.
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is on; queengo has none.")
+	w.sample("queen_maintenance_mode_enabled", 0)
+	w.family("queen_pop_maintenance_mode_enabled", "gauge", "1 when pop maintenance mode is on in this process.")
+	w.sample("queen_pop_maintenance_mode_enabled", boolFloat(s.broker.PopMaintenanceOn()))
+
+	snap := s.broker.MetricsSnapshot()
+	if snap == nil {
+		return // no sample yet
+	}
+	qs := slices.Clone(snap.Queues)
+	slices.SortFunc(qs, func(a, b queengo.QueueRates) int { return strings.Compare(a.Figures.Name, b.Figures.Name) })
+	age := time.Since(snap.At).Seconds()
+	perQueue := []struct {
+		name, typ, help string
+		v               func(*queengo.QueueRates) float64
+	}{
+		{"queen_queue_push_messages_per_minute", "gauge", "Messages pushed to the queue per minute, over the last minute of samples.",
+			func(q *queengo.QueueRates) float64 { return q.PushPerMinute }},
+		{"queen_queue_pop_messages_per_minute", "gauge", "Messages handed out for the first time per minute, over the last minute of samples.",
+			func(q *queengo.QueueRates) float64 { return q.PopPerMinute }},
+		{"queen_queue_ack_per_minute", "gauge", "Messages committed (acked, dead-lettered or auto-acked) per minute, over the last minute of samples.",
+			func(q *queengo.QueueRates) float64 { return q.AckPerMinute }},
+		{"queen_queue_parked_consumers", "gauge", "Long polls parked on the queue in this process, at the last sample.",
+			func(q *queengo.QueueRates) float64 { return float64(q.Parked) }},
+		{"queen_queue_metrics_age_seconds", "gauge", "Age of the sample the queue's families come from.",
+			func(*queengo.QueueRates) float64 { return age }},
+		{"queen_dlq_depth_by_queue", "gauge", "Dead letters of the queue.",
+			func(q *queengo.QueueRates) float64 { return float64(q.Figures.DeadLetters) }},
+	}
+	for _, f := range perQueue {
+		w.family(f.name, f.typ, f.help)
+		for i := range qs {
+			w.sample(f.name, f.v(&qs[i]), "queue", qs[i].Figures.Name)
+		}
+	}
+	w.family("queen_queue_pop_lag_milliseconds", "gauge",
+		"Age of the queue's oldest unconsumed message (stat=max), at the last sample.")
+	for i := range qs {
+		w.sample("queen_queue_pop_lag_milliseconds", float64(qs[i].TimeLagMs), "queue", qs[i].Figures.Name, "stat", "max")
+	}
+	w.family("queen_dlq_depth", "gauge", "Dead letters of every queue.")
+	w.sample("queen_dlq_depth", float64(snap.DeadLetters))
+}
+
+// handleMetrics is the JSON summary the SDKs' admin.metrics() returns. The
+// rates are per second since the process started.
 func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx) {
 	up := time.Since(started).Seconds()
 	reqs := pushRequests.Get() + popRequests.Get() + ackRequests.Get()
 	msgs := pushMessages.Get()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	p := s.broker.ProcessStats()
 	total, idle, acquired := s.broker.PoolStats()
 	buf := append(make([]byte, 0, 512), `{"uptime":`...)
 	buf = appendFloat(buf, up)
@@ -61,18 +190,20 @@ func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx) {
 	buf = appendInt(buf, int(idle))
 	buf = append(buf, `,"activeConnections":`...)
 	buf = appendInt(buf, int(acquired))
-	buf = append(buf, `,"waitingRequests":0},"memory":{"rss":`...)
-	buf = appendUint(buf, uint64(ru.Maxrss)*1024)
+	// The pool does not expose how many acquires wait right now.
+	buf = append(buf, `,"waitingRequests":null},"memory":{"rss":`...)
+	buf = appendUint(buf, p.RSSBytes)
 	buf = append(buf, `,"heapTotal":`...)
-	buf = appendUint(buf, ms.HeapSys)
+	buf = appendUint(buf, p.HeapSysBytes)
 	buf = append(buf, `,"heapUsed":`...)
-	buf = appendUint(buf, ms.HeapAlloc)
+	buf = appendUint(buf, p.HeapAllocBytes)
+	// external and arrayBuffers are Node.js's; a Go process has neither.
 	buf = append(buf, `,"external":0,"arrayBuffers":0},"cpu":{"user":`...)
-	buf = appendInt(buf, int(ru.Utime.Sec*1e6+ru.Utime.Usec))
+	buf = appendInt(buf, int(p.CPUUserUs))
 	buf = append(buf, `,"system":`...)
-	buf = appendInt(buf, int(ru.Stime.Sec*1e6+ru.Stime.Usec))
+	buf = appendInt(buf, int(p.CPUSystemUs))
 	buf = append(buf, `},"goroutines":`...)
-	buf = appendInt(buf, runtime.NumGoroutine())
+	buf = appendInt(buf, p.Goroutines)
 	buf = append(buf, '}')
 	writeJSON(ctx, fasthttp.StatusOK, buf)
 }

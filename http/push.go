@@ -296,9 +296,7 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	failed := 0
-	// failStatus is the table's status shared by every failed item, or 500
-	// when they differ.
-	failStatus := 0
+	allFull := true // every failed item was refused by maxSize
 	buf := make([]byte, 0, 160*len(results))
 	buf = append(buf, '[')
 	for i := range results {
@@ -321,14 +319,9 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		}
 		if r.Status == queengo.PushFailed {
 			failed++
-			f := failure(r.Err)
-			if failStatus == 0 {
-				failStatus = f.Status
-			} else if failStatus != f.Status {
-				failStatus = fasthttp.StatusInternalServerError
-			}
+			allFull = allFull && errors.Is(r.Err, queengo.ErrQueueFull)
 			buf = append(buf, `,"error":`...)
-			buf = appendString(buf, f.Message)
+			buf = appendString(buf, failure(r.Err).Message)
 		} else {
 			buf = append(buf, `,"message_id":`...)
 			buf = appendUUID(buf, r.MessageID)
@@ -346,9 +339,12 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 	status := fasthttp.StatusCreated
 	if failed == len(results) {
 		// Nothing was written: not a 2xx, which the Go SDK would read as
-		// success. The status is the failures' own (409 for a full queue, a
-		// 5xx the SDKs retry for a database fault), 500 when they differ.
-		status = failStatus
+		// success. A full queue is the client's backpressure (409, retry
+		// once consumers made room); anything else is a 5xx the SDKs retry.
+		status = fasthttp.StatusInternalServerError
+		if allFull {
+			status = fasthttp.StatusConflict
+		}
 	}
 	writeJSON(ctx, status, buf)
 }

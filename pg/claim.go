@@ -742,7 +742,8 @@ func rolledBack(ctx context.Context, err error) bool {
 }
 
 // decodeSegment appends the frames of one segment that fall inside
-// [from, to] and are not dead-lettered to res.Messages.
+// [from, to] and are not in dead (dead-lettered by the group, or deleted:
+// claim_take lists both) to res.Messages.
 func decodeSegment(res *queengo.ClaimResult, b []byte, first, from, to int64, dead []int64, created string, pid uuid.UUID, pname, qname string) error {
 	for off := first; len(b) > 0 && off <= to; off++ {
 		var m queengo.Message

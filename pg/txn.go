@@ -233,7 +233,9 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
   JOIN queen.partitions p ON p.id = x.partition_id
   JOIN queen.queues q ON q.id = p.queue_id
   JOIN queen.segments s ON s.partition_id = x.partition_id AND s.first_offset <= x."offset" AND s.last_offset >= x."offset"
- WHERE x.partition_id = $1 AND x.transaction_id = $2`, partition, txid).Scan(&off, &m.Partition, &qid, &m.Queue,
+ WHERE x.partition_id = $1 AND x.transaction_id = $2
+   AND NOT EXISTS (SELECT 1 FROM queen.tombstones t WHERE t.partition_id = x.partition_id AND t."offset" = x."offset")`,
+			partition, txid).Scan(&off, &m.Partition, &qid, &m.Queue,
 			&frame, &m.CreatedAt)
 		if err != nil {
 			return err

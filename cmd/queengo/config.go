@@ -55,6 +55,11 @@ const (
 	EvictionIntervalDefault     = actors.EvictionIntervalDefault
 	RetentionBatchSizeDefault   = actors.RetentionBatchSizeDefault
 	PartitionCleanupDaysDefault = 30
+	// MetricsSampleIntervalDefault and MetricsRetentionDaysDefault: the
+	// metrics collector samples every 30 s (actors.SampleIntervalDefault
+	// says why) and keeps 7 days of samples.
+	MetricsSampleIntervalDefault = actors.SampleIntervalDefault
+	MetricsRetentionDaysDefault  = 7
 )
 
 // Config is everything the broker process is started with.
@@ -91,6 +96,11 @@ type Config struct {
 	EvictionInterval     time.Duration
 	RetentionBatchSize   int
 	PartitionCleanupDays int
+	// MetricsSampleInterval is how often the metrics collector samples
+	// the queues and this process into queen.metrics_samples;
+	// MetricsRetentionDays how many days of samples it keeps.
+	MetricsSampleInterval time.Duration
+	MetricsRetentionDays  int
 	// Auth is the JWT authentication (JWT_* variables, cmd/queengo/auth.go);
 	// nil unless JWT_ENABLED is true.
 	Auth *qhttp.AuthConfig
@@ -122,6 +132,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		LogLevel:          slog.LevelInfo,
 		RetentionInterval: RetentionIntervalDefault, EvictionInterval: EvictionIntervalDefault,
 		RetentionBatchSize: RetentionBatchSizeDefault, PartitionCleanupDays: PartitionCleanupDaysDefault,
+		MetricsSampleInterval: MetricsSampleIntervalDefault, MetricsRetentionDays: MetricsRetentionDaysDefault,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -157,6 +168,8 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.millis("EVICTION_INTERVAL", &c.EvictionInterval)
 	e.int("RETENTION_BATCH_SIZE", &c.RetentionBatchSize)
 	e.int("PARTITION_CLEANUP_DAYS", &c.PartitionCleanupDays)
+	e.millis("METRICS_SAMPLE_INTERVAL_MS", &c.MetricsSampleInterval)
+	e.int("METRICS_RETENTION_DAYS", &c.MetricsRetentionDays)
 	loadEncryption(&e, c)
 	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
@@ -181,6 +194,8 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown bound (env SHUTDOWN_TIMEOUT_MS)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound of one request's database work (env DB_REQUEST_TIMEOUT_MS)")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "bound of reading a request's headers and body, and of a new connection's silence (env HTTP_READ_TIMEOUT_MS)")
+	fs.DurationVar(&c.MetricsSampleInterval, "metrics-sample-interval", c.MetricsSampleInterval, "how often the metrics collector samples (env METRICS_SAMPLE_INTERVAL_MS)")
+	fs.IntVar(&c.MetricsRetentionDays, "metrics-retention-days", c.MetricsRetentionDays, "days of metrics samples kept (env METRICS_RETENTION_DAYS)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (env PPROF_ADDR)")
 	level := fs.String("log-level", strings.ToLower(c.LogLevel.String()), "trace (same as debug), debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -230,6 +245,10 @@ func (c *Config) validate() error {
 		return &configError{"RETENTION_BATCH_SIZE", strconv.Itoa(c.RetentionBatchSize), "want at least 1"}
 	case c.PartitionCleanupDays < 1:
 		return &configError{"PARTITION_CLEANUP_DAYS", strconv.Itoa(c.PartitionCleanupDays), "want at least 1"}
+	case c.MetricsSampleInterval < actors.SampleIntervalMin || c.MetricsSampleInterval > actors.SampleIntervalMax:
+		return &configError{"METRICS_SAMPLE_INTERVAL_MS", c.MetricsSampleInterval.String(), "want 100 to 300000 (milliseconds)"}
+	case c.MetricsRetentionDays < 1:
+		return &configError{"METRICS_RETENTION_DAYS", strconv.Itoa(c.MetricsRetentionDays), "want at least 1"}
 	case c.DatabaseURL == "":
 		return &configError{"DATABASE_URL", "", "required"}
 	}

@@ -232,3 +232,42 @@ func TestConfig_EncryptionKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_MetricsCollector: METRICS_SAMPLE_INTERVAL_MS (30000 by
+// default, 100 to 300000) and METRICS_RETENTION_DAYS (7, at least 1), and
+// their flags; a value out of range is an error naming its variable.
+func TestConfig_MetricsCollector(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(nil, env(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsSampleInterval != 30*time.Second || cfg.MetricsRetentionDays != 7 {
+		t.Fatalf("defaults %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
+	}
+	cfg, err = loadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "250", "METRICS_RETENTION_DAYS": "2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsSampleInterval != 250*time.Millisecond || cfg.MetricsRetentionDays != 2 {
+		t.Fatalf("env %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
+	}
+	cfg, err = loadConfig([]string{"-metrics-sample-interval", "45s", "-metrics-retention-days", "90"},
+		env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "250"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsSampleInterval != 45*time.Second || cfg.MetricsRetentionDays != 90 {
+		t.Fatalf("flags %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
+	}
+	for name, val := range map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "50", "METRICS_RETENTION_DAYS": "0"} {
+		_, err := loadConfig(nil, env(map[string]string{name: val}))
+		var ce *configError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)
+		}
+	}
+	if _, err := loadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "300001"})); err == nil {
+		t.Error("an interval over 5 minutes was accepted")
+	}
+}

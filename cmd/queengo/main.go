@@ -99,6 +99,16 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		}, log)
 	retention.Start()
 	defer retention.Stop()
+	// The metrics collector (status and analytics history, Queen's
+	// per-queue Prometheus families), on the pool, off the hot path;
+	// stopped before the store closes.
+	host, _ := os.Hostname()
+	collector := actors.NewCollector(actors.CollectorConfig{Interval: cfg.MetricsSampleInterval,
+		Retention: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
+		Instance:  net.JoinHostPort(host, strconv.Itoa(cfg.Port)), Hostname: host, Requests: qhttp.RequestCounts},
+		store, log)
+	collector.Start()
+	defer collector.Stop()
 	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log, Auth: auth},
 		broker)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))

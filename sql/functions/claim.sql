@@ -198,6 +198,11 @@ $$;
 -- database: the first and last segments are cut with their ends[] table.
 -- Offsets of a span the group dead-lettered under an earlier lease stay
 -- resolved: they are leased along but not delivered (D5), and listed in dead.
+-- Tombstoned offsets (queen.tombstones, D10) are resolved for every group:
+-- a pop's budget counts only the messages it delivers, the span's leading
+-- tombstones move committed at once, the others start the lease's acked
+-- set, a span holding only tombstones just moves the cursor (no lease), and
+-- they are listed in dead too, so they are not delivered.
 -- With p_pool NULL, one row (claim NULL) follows per partition of the pool
 -- it did not lock: missing when the group never contacted it.
 CREATE OR REPLACE FUNCTION queen.claim_take(
@@ -262,28 +267,51 @@ BEGIN
          LIMIT cardinality(p_slots)
            FOR UPDATE OF c SKIP LOCKED
     ), slotted AS (
-        SELECT l.*, p_slots[l.slot] AS claim_no
+        -- tomb: the tombstoned offsets of what the row holds, in order;
+        -- davail: the messages it can deliver.
+        SELECT l.*, p_slots[l.slot] AS claim_no, t.tomb, l.avail - cardinality(t.tomb) AS davail
           FROM (SELECT l0.*, row_number() OVER (ORDER BY l0.ord)::integer AS slot FROM locked l0) l
-    ), cut AS (
+         CROSS JOIN LATERAL (SELECT ARRAY(SELECT t0."offset" FROM queen.tombstones t0
+                                           WHERE t0.partition_id = l.pid AND t0."offset" > l.committed
+                                             AND t0."offset" <= l.committed + l.avail
+                                           ORDER BY t0."offset") AS tomb) t
+    ), cut0 AS (
         -- Greedy in slot order: a row gives what it holds, up to what its
         -- pop's budget has left after the rows before it.
-        SELECT s.*, greatest(least(s.avail, p_budgets[s.claim_no]
-                    - coalesce(sum(greatest(s.avail, 0)) OVER (PARTITION BY s.claim_no ORDER BY s.slot
-                                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)), 0)::bigint AS take
+        SELECT s.*, greatest(least(s.davail, p_budgets[s.claim_no]
+                    - coalesce(sum(greatest(s.davail, 0)) OVER (PARTITION BY s.claim_no ORDER BY s.slot
+                                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)), 0)::bigint AS dtake
           FROM slotted s
+    ), cut AS (
+        -- take: the offsets the row's span covers, its dtake messages and
+        -- the tombstones among them (the i-th tombstone t_i falls inside
+        -- exactly when t_i <= committed + dtake + i - 1); all it holds when
+        -- that is only tombstones.
+        SELECT c.*, CASE WHEN cardinality(c.tomb) = 0 THEN c.dtake
+                         WHEN c.davail <= 0 THEN greatest(c.avail, 0)
+                         WHEN c.dtake = 0 THEN 0
+                         ELSE c.dtake + (SELECT count(*) FROM unnest(c.tomb) WITH ORDINALITY AS u(o, i)
+                                          WHERE u.o <= c.committed + c.dtake + u.i - 1) END AS take
+          FROM cut0 c
     ), spans AS (
-        SELECT c.*, p_mins[c.claim_no] > 0 AND sum(c.take) OVER (PARTITION BY c.claim_no) < p_mins[c.claim_no] AS hold,
+        -- lead: the tombstones that start the span, resolved at once.
+        SELECT c.*, p_mins[c.claim_no] > 0 AND sum(c.dtake) OVER (PARTITION BY c.claim_no) < p_mins[c.claim_no] AS hold,
                CASE WHEN p_lease_secs[c.claim_no] > 0 THEN p_lease_secs[c.claim_no]
-                    WHEN c.lease_time > 0 THEN c.lease_time ELSE 60 END AS secs
+                    WHEN c.lease_time > 0 THEN c.lease_time ELSE 60 END AS secs,
+               CASE WHEN cardinality(c.tomb) = 0 THEN 0
+                    ELSE (SELECT count(*) FROM unnest(c.tomb) WITH ORDINALITY AS u(o, i)
+                           WHERE u.o = c.committed + u.i) END AS lead
           FROM cut c
     ), written AS (
         UPDATE queen.cursors c
-           SET committed = CASE WHEN p_auto_acks[s.claim_no] THEN s.committed + s.take ELSE c.committed END,
-               lease_id = CASE WHEN p_auto_acks[s.claim_no] THEN NULL ELSE p_lease_ids[s.claim_no] END,
-               lease_end = CASE WHEN p_auto_acks[s.claim_no] THEN NULL ELSE s.committed + s.take END,
-               lease_expires_at = CASE WHEN p_auto_acks[s.claim_no] THEN NULL
+           SET committed = CASE WHEN p_auto_acks[s.claim_no] THEN s.committed + s.take ELSE s.committed + s.lead END,
+               lease_id = CASE WHEN p_auto_acks[s.claim_no] OR s.lead = s.take THEN NULL ELSE p_lease_ids[s.claim_no] END,
+               lease_end = CASE WHEN p_auto_acks[s.claim_no] OR s.lead = s.take THEN NULL ELSE s.committed + s.take END,
+               lease_expires_at = CASE WHEN p_auto_acks[s.claim_no] OR s.lead = s.take THEN NULL
                                        ELSE now() + make_interval(secs => s.secs) END,
-               acked = '{}',
+               acked = CASE WHEN cardinality(s.tomb) = 0 OR p_auto_acks[s.claim_no] OR s.lead = s.take THEN '{}'
+                            ELSE ARRAY(SELECT o FROM unnest(s.tomb) AS o
+                                        WHERE o > s.committed + s.lead AND o <= s.committed + s.take) END,
                total_consumed = c.total_consumed + CASE WHEN p_auto_acks[s.claim_no] THEN s.take ELSE 0 END,
                last_consumed_at = now()
           FROM spans s
@@ -299,7 +327,8 @@ BEGIN
       FROM spans s
      CROSS JOIN LATERAL (SELECT ARRAY(SELECT dl."offset" FROM queen.dead_letters dl
                                        WHERE dl.partition_id = s.pid AND dl.consumer_group = p_group
-                                         AND dl."offset" BETWEEN s.committed + 1 AND s.committed + s.take) AS dead) d
+                                         AND dl."offset" BETWEEN s.committed + 1 AND s.committed + s.take)
+                                 || s.tomb AS dead) d
      CROSS JOIN LATERAL (SELECT g0.first_offset, g0.frames, g0.ends,
                                 to_char(g0.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
                                 greatest(s.committed + 1 - g0.first_offset, 0)::integer AS k0,

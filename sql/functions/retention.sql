@@ -212,6 +212,8 @@ BEGIN
      WHERE x.partition_id = t.pid AND x.first_offset = t.first;
     DELETE FROM queen.attempts a USING unnest(p_parts, p_floors) AS t(pid, floor)
      WHERE a.partition_id = t.pid AND a."offset" <= t.floor;
+    DELETE FROM queen.tombstones x USING unnest(p_parts, p_floors) AS t(pid, floor)
+     WHERE x.partition_id = t.pid AND x."offset" <= t.floor;
     -- SKIP LOCKED passes over nothing retention_take locked (a
     -- transaction's own locks never conflict), only a cursor created since
     -- by a first contact and held by its consumer: waiting for it could
@@ -349,6 +351,8 @@ BEGIN
          CROSS JOIN LATERAL generate_series(greatest(x.first_offset, v_from), least(x.last_offset, v_to)) AS o(o)
          WHERE x.partition_id = p_parts[i] AND x.first_offset >= v_start AND x.first_offset <= v_to
            AND NOT (o.o = ANY (c.acked))
+           -- A deleted message (D10) is resolved already, not waiting.
+           AND NOT EXISTS (SELECT 1 FROM queen.tombstones t WHERE t.partition_id = p_parts[i] AND t."offset" = o.o)
         ON CONFLICT (partition_id, consumer_group, "offset") DO NOTHING;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         PERFORM queen.move_cursor(p_parts[i], p_groups[i], v_to);

@@ -89,3 +89,32 @@ func TestEviction_IsPerGroup(t *testing.T) {
 		}
 	}
 }
+
+// D9 and D10: a deleted message is resolved, not waiting, so eviction never
+// dead-letters it; segment retention drops its tombstone with its segment.
+func TestEviction_SkipsDeletedMessages(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "maxwait-deleted")
+	s.Configure(t, q, map[string]any{"retentionEnabled": true, "maxWaitTimeSeconds": 1})
+	txs := pushEach(t, s, q, "", 3)
+	pid := apitest.PartitionID(t, q, "Default")
+	if r := s.Delete(t, "/api/v1/messages/"+pid+"/"+txs[1]); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, 15*time.Second, "messages evicted", func() error {
+		if n := deadLetters(t, q, apitest.QueueMode, evictedReason); n != 2 {
+			return fmt.Errorf("%d dead letters", n)
+		}
+		return nil
+	})
+	s.Configure(t, q, map[string]any{"retentionEnabled": true, "retentionSeconds": 1})
+	waitFor(t, 20*time.Second, "segments and the tombstone dropped", func() error {
+		c := apitest.QueueCounts(t, q)
+		tomb := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.tombstones WHERE partition_id = $1`, pid)
+		if c.Segments != 0 || tomb != 0 {
+			return fmt.Errorf("%d segments, %d tombstones", c.Segments, tomb)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,171 @@
+package statustest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queengo/queengo/http/apitest"
+)
+
+// The collector samples every METRICS_SAMPLE_INTERVAL_MS: the queue's rows
+// land in queen.metrics_samples, and the ingest rate of the series follows
+// the pushes (30 messages pushed, 30 counted, over buckets of a second).
+func TestCollector_SamplesLandAndRatesFollowPushes(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "rate")
+	from := since(time.Minute)
+	for range 3 {
+		s.PushN(t, q, "", 10)
+	}
+	waitFor(t, 10*time.Second, "30 messages in the queue-ops series", func() error {
+		var r struct {
+			From, To      string
+			BucketSeconds int
+			Series        []map[string]any
+		}
+		getJSON(t, s, "/api/v1/analytics/queue-ops"+apitest.Query("queue", q, "from", from, "bucketSeconds", "1"), &r)
+		if r.BucketSeconds != 1 || r.From == "" || r.To == "" {
+			return errorf("%+v", r)
+		}
+		if got := seriesTotal(r.Series, "ingested"); got != 30 {
+			return errorf("ingested %v, want 30", got)
+		}
+		var perSec float64
+		for _, p := range r.Series {
+			perSec += p["ingestedPerSecond"].(float64)
+		}
+		if perSec != 30 {
+			return errorf("ingestedPerSecond sums to %v over 1 s buckets, want 30", perSec)
+		}
+		return nil
+	})
+	n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.metrics_samples m JOIN queen.queues q ON q.id = m.queue_id
+ WHERE q.name = $1 AND (m.figures->>'pushed')::bigint = 30`, q)
+	if n == 0 {
+		t.Fatal("no sample with the 30 pushes in queen.metrics_samples")
+	}
+	if apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.metrics_samples WHERE queue_id IS NULL`) == 0 {
+		t.Fatal("no process rows")
+	}
+}
+
+// Samples older than METRICS_RETENTION_DAYS are deleted by the collector;
+// recent ones stay. Old rows are written directly into the database.
+func TestCollector_DeletesSamplesPastRetention(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	inst := apitest.Unique(t, "old-instance")
+	if err := apitest.DB.Exec(`INSERT INTO queen.metrics_samples (sampled_at, instance, queue_id, figures)
+SELECT now() - interval '8 days' - make_interval(secs => g), $1, NULL::uuid, '{}'::jsonb FROM generate_series(1, 50) g
+UNION ALL SELECT now() - interval '6 days', $1, NULL::uuid, '{}'::jsonb`, inst); err != nil {
+		t.Fatal(err)
+	}
+	s.PushN(t, apitest.Unique(t, "tick"), "", 1)
+	waitFor(t, 10*time.Second, "old samples deleted", func() error {
+		if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.metrics_samples WHERE instance = $1
+ AND sampled_at < now() - interval '7 days'`, inst); n != 0 {
+			return errorf("%d old samples left", n)
+		}
+		return nil
+	})
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.metrics_samples WHERE instance = $1`, inst); n != 1 {
+		t.Fatalf("%d samples of the instance left, want the recent 1", n)
+	}
+}
+
+// promValue returns the value of the sample line of name with exactly
+// labels ("" for none), and whether there is one.
+func promValue(body []byte, name, labels string) (float64, bool) {
+	want := name
+	if labels != "" {
+		want += "{" + labels + "}"
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, want+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// /metrics/prometheus keeps the queengo_* families and adds Queen's, with
+// per-queue labels from the collector's samples: after pushes, the queue's
+// push rate is above 0; after a dead letter, its DLQ depth is 1; a parked
+// long poll shows as a parked consumer.
+func TestPrometheus_QueenFamiliesPerQueue(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "prom")
+	s.Configure(t, q, map[string]any{"retryLimit": 0})
+	s.PushN(t, q, "", 5)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "1", "wait", "false"))
+	s.AckOK(t, p.Messages[0], "failed", "")
+	parked := apitest.Unique(t, "parked")
+	s.Configure(t, parked, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = s.PopCtx(ctx, apitest.PopQueue(parked, "wait", "true", "timeout", "30000")) }()
+	label := `queue="` + q + `"`
+	waitFor(t, 15*time.Second, "Queen's per-queue families", func() error {
+		r := s.Get(t, "/metrics/prometheus")
+		if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+			return errorf("status %d, type %s", r.Status, r.Header.Get("Content-Type"))
+		}
+		for _, name := range []string{"queengo_push_requests_total", "queen_uptime_seconds", "queen_cpu_user_microseconds_total",
+			"queen_process_resident_memory_bytes", "queen_db_pool_size", "queen_db_pool_idle", "queen_db_pool_active",
+			"queen_maintenance_mode_enabled", "queen_pop_maintenance_mode_enabled", "queen_dlq_depth"} {
+			if _, ok := promValue(r.Body, name, ""); !ok {
+				return errorf("no %s", name)
+			}
+		}
+		if v, _ := promValue(r.Body, "queen_queue_push_messages_per_minute", label); v <= 0 {
+			return errorf("push rate %v", v)
+		}
+		if v, _ := promValue(r.Body, "queen_queue_ack_per_minute", label); v <= 0 {
+			return errorf("ack rate %v", v)
+		}
+		if v, ok := promValue(r.Body, "queen_queue_pop_messages_per_minute", label); !ok || v <= 0 {
+			return errorf("pop rate %v", v)
+		}
+		if v, ok := promValue(r.Body, "queen_queue_pop_lag_milliseconds", label+`,stat="max"`); !ok || v <= 0 {
+			return errorf("lag %v %v", v, ok)
+		}
+		if v, _ := promValue(r.Body, "queen_dlq_depth_by_queue", label); v != 1 {
+			return errorf("dlq depth %v", v)
+		}
+		if v, _ := promValue(r.Body, "queen_queue_parked_consumers", `queue="`+parked+`"`); v != 1 {
+			return errorf("parked %v", v)
+		}
+		if _, ok := promValue(r.Body, "queen_queue_metrics_age_seconds", label); !ok {
+			return errorf("no metrics age")
+		}
+		return nil
+	})
+}
+
+// /metrics keeps its shape with real values.
+func TestMetricsJSON_RealValues(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	s.PushN(t, apitest.Unique(t, "mj"), "", 2)
+	var m map[string]any
+	getJSON(t, s, "/metrics", &m)
+	wantKeys(t, "metrics", m, "uptime", "requests", "messages", "database", "memory", "cpu")
+	wantKeys(t, "database", m["database"].(map[string]any), "poolSize", "idleConnections", "waitingRequests")
+	wantKeys(t, "memory", m["memory"].(map[string]any), "rss", "heapTotal", "heapUsed", "external", "arrayBuffers")
+	if num(t, m, "uptime") <= 0 || num(t, m, "requests", "total") < 1 || num(t, m, "messages", "total") < 2 ||
+		num(t, m, "memory", "rss") <= 0 || num(t, m, "memory", "heapUsed") <= 0 || num(t, m, "cpu", "user") <= 0 ||
+		num(t, m, "database", "poolSize") < 1 {
+		t.Fatalf("metrics %v", m)
+	}
+}
