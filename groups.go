@@ -86,11 +86,6 @@ type GroupDeleted struct {
 	Cursors []GroupCursor
 }
 
-// MissingGroup is the What of the *MissingError of a consumer-group
-// operation whose group has neither a cursor nor a subscription record
-// where it looked.
-const MissingGroup = "consumer group"
-
 // GroupCursor names one cursor of a group an operation changed.
 type GroupCursor struct {
 	Queue     string

@@ -95,10 +95,20 @@ type Cleared struct {
 	Messages   int64 // retained messages dropped
 }
 
-// MissingError is ErrNotFound naming the thing that is missing ("queue",
-// "partition") when a request addresses more than one; http answers the 404
-// of that thing.
+// MissingError is ErrNotFound naming the thing that is missing (one of the
+// Missing* names) when a request addresses more than one; http answers the
+// 404 of that thing.
 type MissingError struct{ What string }
+
+// The things a MissingError names. The SQL functions that report what is
+// missing use the same words for queue and partition.
+const (
+	MissingQueue     = "queue"
+	MissingPartition = "partition"
+	// MissingGroup: a consumer group with neither a cursor nor a
+	// subscription record where the operation looked.
+	MissingGroup = "consumer group"
+)
 
 func (e *MissingError) Error() string { return e.What + " not found" }
 

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,7 +23,7 @@ func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if f.Limit, e = intParam(args, "limit", dlqLimitDefault, 1, dlqLimitMax); e == nil {
-		f.Offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+		f.Offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
 		writeError(ctx, *e)

@@ -105,6 +105,11 @@ func errIntParam(key string, lo, hi int) apiError {
 	return apiError{fasthttp.StatusBadRequest, "integer_param_invalid", msg}
 }
 
+// errBoolParam names a query parameter that is not true, false, 1 or 0.
+func errBoolParam(key string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "boolean_param_invalid", key + " must be true, false, 1 or 0"}
+}
+
 func errTimeParam(key string) apiError {
 	return apiError{fasthttp.StatusBadRequest, "time_invalid", key + " must be an ISO-8601 time"}
 }
@@ -140,7 +145,24 @@ const (
 var (
 	errDeadLetterNotFound = apiError{fasthttp.StatusNotFound, "dead_letter_not_found", "dead letter not found"}
 	errMessageNotFound    = apiError{fasthttp.StatusNotFound, "message_not_found", "Message not found"}
+	errQueueNotFound      = apiError{fasthttp.StatusNotFound, "queue_not_found", "queue not found"}
+	errPartitionNotFound  = apiError{fasthttp.StatusNotFound, "partition_not_found", "partition not found"}
+	errGroupNotFound      = apiError{fasthttp.StatusNotFound, "consumer_group_not_found", "consumer group not found"}
 )
+
+// missingEntry is the 404 of a *queengo.MissingError: the entry of the
+// thing it names.
+func missingEntry(m *queengo.MissingError) apiError {
+	switch m.What {
+	case queengo.MissingQueue:
+		return errQueueNotFound
+	case queengo.MissingPartition:
+		return errPartitionNotFound
+	case queengo.MissingGroup:
+		return errGroupNotFound
+	}
+	return apiError{fasthttp.StatusNotFound, "not_found", m.Error()}
+}
 
 // errTxConflict is a transaction whose ack did not hold (409, nothing
 // applied); reason is the ack's per-item failure.
@@ -151,27 +173,18 @@ func errTxConflict(reason string) apiError {
 	return apiError{fasthttp.StatusConflict, "transaction_conflict", "ACK operation failed: " + reason}
 }
 
-// The admin routes of issue 12, one block per area; each area's owner adds
-// its entries to its own block only.
+// The admin routes' own refusals, by area.
 
 // Consumer-group admin (http/groups.go).
 var (
 	errSeekTarget    = apiError{fasthttp.StatusBadRequest, "seek_target_required", "Must specify either 'toEnd': true or 'timestamp'"}
 	errSeekToEndBool = apiError{fasthttp.StatusBadRequest, "seek_to_end_not_boolean", "toEnd must be a boolean"}
-	errGroupNotFound = apiError{fasthttp.StatusNotFound, "consumer_group_not_found", "consumer group not found"}
 )
-
-// errBoolParam names a query parameter that is not true, false, 1 or 0.
-func errBoolParam(key string) apiError {
-	return apiError{fasthttp.StatusBadRequest, "boolean_param_invalid", key + " must be true, false, 1 or 0"}
-}
 
 // Resources and messages (http/resources.go, http/messages.go).
 var (
-	errQueueNotFound     = apiError{fasthttp.StatusNotFound, "queue_not_found", "queue not found"}
-	errPartitionNotFound = apiError{fasthttp.StatusNotFound, "partition_not_found", "partition not found"}
-	errMessageStatus     = apiError{fasthttp.StatusBadRequest, "message_status_invalid", "status must be pending, processing, completed or dead_letter"}
-	errMessageWindow     = apiError{fasthttp.StatusBadRequest, "message_window_order", "from must not be after to"}
+	errMessageStatus = apiError{fasthttp.StatusBadRequest, "message_status_invalid", "status must be pending, processing, completed or dead_letter"}
+	errMessageWindow = apiError{fasthttp.StatusBadRequest, "message_window_order", "from must not be after to"}
 	// A retry of a message that neither failed nor was dead-lettered, or a
 	// move to the dead-letter queue of one every group resolved already:
 	// the message's state, not the request, refuses it.
@@ -181,11 +194,10 @@ var (
 
 // Status, analytics and metrics (http/status.go, http/metrics.go).
 var (
-	errStatusQueueNotFound = apiError{fasthttp.StatusNotFound, "status_queue_not_found", "queue not found"}
-	errWindowOrder         = apiError{fasthttp.StatusBadRequest, "window_order", "from must be before to"}
-	errWindowTooLong       = apiError{fasthttp.StatusBadRequest, "window_too_long", "the window from..to must be at most 31 days"}
-	errTooManyPoints       = apiError{fasthttp.StatusBadRequest, "too_many_points", "the window holds more than 1500 buckets: narrow it or widen the bucket"}
-	errIntervalParam       = apiError{fasthttp.StatusBadRequest, "interval_invalid", "interval must be minute, hour or day"}
+	errWindowOrder   = apiError{fasthttp.StatusBadRequest, "window_order", "from must be before to"}
+	errWindowTooLong = apiError{fasthttp.StatusBadRequest, "window_too_long", "the window from..to must be at most 31 days"}
+	errTooManyPoints = apiError{fasthttp.StatusBadRequest, "too_many_points", "the window holds more than 1500 buckets: narrow it or widen the bucket"}
+	errIntervalParam = apiError{fasthttp.StatusBadRequest, "interval_invalid", "interval must be minute, hour or day"}
 )
 
 // Traces (http/traces.go).
@@ -274,6 +286,10 @@ func failure(err error) apiError {
 	if errors.As(err, &c) {
 		return errTxConflict(c.Reason)
 	}
+	var m *queengo.MissingError
+	if errors.As(err, &m) {
+		return missingEntry(m)
+	}
 	for _, t := range typedErrors {
 		if errors.Is(err, t.target) {
 			return t.entry
@@ -285,7 +301,8 @@ func failure(err error) apiError {
 // failureOf is failure on a route that addresses one resource: an err
 // matching queengo.ErrNotFound is notFound, that resource's 404.
 func failureOf(err error, notFound apiError) apiError {
-	if errors.Is(err, queengo.ErrNotFound) {
+	var m *queengo.MissingError
+	if errors.Is(err, queengo.ErrNotFound) && !errors.As(err, &m) {
 		return notFound
 	}
 	return failure(err)

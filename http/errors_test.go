@@ -237,3 +237,26 @@ func TestErrorTable_Codes(t *testing.T) {
 		t.Fatalf("found only %d entries", len(seen))
 	}
 }
+
+// TestFailure_MissingNamesItsThing: a *queengo.MissingError, wrapped as the
+// layers wrap it, is the 404 of the thing it names on every route, also
+// where the route's own resource is another (failureOf).
+func TestFailure_MissingNamesItsThing(t *testing.T) {
+	t.Parallel()
+	for what, want := range map[string]apiError{
+		queengo.MissingQueue:     errQueueNotFound,
+		queengo.MissingPartition: errPartitionNotFound,
+		queengo.MissingGroup:     errGroupNotFound,
+	} {
+		err := fmt.Errorf("error seeking: %w", &queengo.MissingError{What: what})
+		if got := failure(err); got != want {
+			t.Errorf("failure(missing %s) = %+v, want %+v", what, got, want)
+		}
+		if got := failureOf(err, errMessageNotFound); got != want {
+			t.Errorf("failureOf(missing %s) = %+v, want %+v", what, got, want)
+		}
+	}
+	if got := failureOf(fmt.Errorf("x: %w", queengo.ErrNotFound), errMessageNotFound); got != errMessageNotFound {
+		t.Errorf("failureOf(ErrNotFound) = %+v", got)
+	}
+}

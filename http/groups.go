@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -59,24 +58,8 @@ func groupPage(args *fasthttp.Args) (limit, offset int, e *apiError) {
 	if limit, e = intParam(args, "limit", groupLimitDefault, 1, groupLimitMax); e != nil {
 		return 0, 0, e
 	}
-	offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+	offset, e = offsetParam(args, "offset")
 	return limit, offset, e
-}
-
-// strictBoolParam reads an optional boolean query parameter: absent or
-// empty gives def, "true" and "1" are true, "false" and "0" false, anything
-// else is refused.
-func strictBoolParam(args *fasthttp.Args, key string, def bool) (bool, *apiError) {
-	switch string(args.Peek(key)) {
-	case "":
-		return def, nil
-	case "true", "1":
-		return true, nil
-	case "false", "0":
-		return false, nil
-	}
-	e := errBoolParam(key)
-	return false, &e
 }
 
 // appendGroupTime writes t as ISO-8601 UTC with milliseconds.
@@ -208,7 +191,7 @@ func (s *Server) handleGetGroup(ctx *fasthttp.RequestCtx) {
 	}
 	list, err := s.broker.GroupPartitions(ctx, group, limit, offset)
 	if err != nil {
-		s.writeFailure(ctx, groupFailure(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 64+len(list)*300), '{')
@@ -250,22 +233,6 @@ func (s *Server) handleGetGroup(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, buf)
 }
 
-// groupFailure is failure on a consumer-group route: a
-// *queengo.MissingError is the 404 of what it names.
-func groupFailure(err error) apiError {
-	var m *queengo.MissingError
-	if !errors.As(err, &m) {
-		return failure(err)
-	}
-	switch m.What {
-	case "queue":
-		return errQueueNotFound
-	case "partition":
-		return errPartitionNotFound
-	}
-	return errGroupNotFound
-}
-
 // handleDeleteGroup serves both deletes: of the group on every queue, and,
 // with a queue in the path, on that queue only.
 func (s *Server) handleDeleteGroup(ctx *fasthttp.RequestCtx) {
@@ -281,14 +248,14 @@ func (s *Server) handleDeleteGroup(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	meta, e := strictBoolParam(ctx.QueryArgs(), "deleteMetadata", true)
+	meta, e := boolParam(ctx.QueryArgs(), "deleteMetadata", true)
 	if e != nil {
 		writeError(ctx, *e)
 		return
 	}
 	res, err := s.broker.DeleteGroup(ctx, group, queue, meta)
 	if err != nil {
-		s.writeFailure(ctx, groupFailure(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 160), `{"success":true,"consumerGroup":`...)
@@ -350,7 +317,7 @@ func (s *Server) handleSeekGroup(ctx *fasthttp.RequestCtx) {
 	}
 	res, err := s.broker.SeekGroup(ctx, seek)
 	if err != nil {
-		s.writeFailure(ctx, groupFailure(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 200), `{"success":true,"consumerGroup":`...)
@@ -387,7 +354,7 @@ func (s *Server) handleSeekPartition(ctx *fasthttp.RequestCtx) {
 	}
 	res, err := s.broker.SeekGroup(ctx, seek)
 	if err != nil {
-		s.writeFailure(ctx, groupFailure(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	updated := len(res.Moved) > 0

@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,7 +74,7 @@ func messageFilter(args *fasthttp.Args, now time.Time) (queengo.MessageFilter, *
 	if f.Limit, e = intParam(args, "limit", messageLimitDefault, 1, messageLimitMax); e != nil {
 		return f, e
 	}
-	f.Offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+	f.Offset, e = offsetParam(args, "offset")
 	return f, e
 }
 
@@ -111,7 +110,7 @@ func (s *Server) handleListMessages(ctx *fasthttp.RequestCtx) {
 	}
 	l, err := s.broker.ListMessages(ctx, f)
 	if err != nil {
-		s.writeFailure(ctx, missing(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	out := make([]messageEntryJSON, len(l.Messages))

@@ -3,8 +3,6 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"math"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -57,7 +55,7 @@ func resourcePage(args *fasthttp.Args, limitKey, offsetKey string) (limit, offse
 	if limit, e = intParam(args, limitKey, resourceLimitDefault, 1, resourceLimitMax); e != nil {
 		return 0, 0, e
 	}
-	offset, e = intParam(args, offsetKey, 0, 0, math.MaxInt32)
+	offset, e = offsetParam(args, offsetKey)
 	return limit, offset, e
 }
 
@@ -266,7 +264,7 @@ func (s *Server) handleListPartitions(ctx *fasthttp.RequestCtx) {
 	}
 	list, total, err := s.broker.ListPartitions(ctx, f)
 	if err != nil {
-		s.writeFailure(ctx, missing(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	out := make([]partitionJSON, len(list))
@@ -339,7 +337,7 @@ func (s *Server) handleClearQueue(ctx *fasthttp.RequestCtx) {
 	}
 	c, err := s.broker.ClearQueue(ctx, queue, part)
 	if err != nil {
-		s.writeFailure(ctx, missing(err), err)
+		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	s.writeObject(ctx, struct {
@@ -349,17 +347,4 @@ func (s *Server) handleClearQueue(ctx *fasthttp.RequestCtx) {
 		ClearedPartitions int    `json:"clearedPartitions"`
 		DeletedMessages   int64  `json:"deletedMessages"`
 	}{true, queue, part, c.Partitions, c.Messages})
-}
-
-// missing is failure on a route that addresses a queue and maybe a
-// partition: a *queengo.MissingError is the 404 of what it names.
-func missing(err error) apiError {
-	var m *queengo.MissingError
-	if errors.As(err, &m) {
-		if m.What == "partition" {
-			return errPartitionNotFound
-		}
-		return errQueueNotFound
-	}
-	return failure(err)
 }

@@ -278,7 +278,7 @@ func (s *Server) handleStatusQueues(ctx *fasthttp.RequestCtx) {
 		limit, e = intParam(args, "limit", statusQueuesLimitDefault, 1, statusQueuesLimitMax)
 	}
 	if e == nil {
-		offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+		offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
 		writeError(ctx, *e)
@@ -308,7 +308,7 @@ func (s *Server) handleStatusQueue(ctx *fasthttp.RequestCtx) {
 		limit, e = intParam(args, "limit", partitionsLimitDefault, 1, partitionsLimitMax)
 	}
 	if e == nil {
-		offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+		offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
 		writeError(ctx, *e)
@@ -316,7 +316,7 @@ func (s *Server) handleStatusQueue(ctx *fasthttp.RequestCtx) {
 	}
 	d, err := s.broker.QueueDetail(ctx, name, limit, offset)
 	if err != nil {
-		s.writeFailure(ctx, failureOf(err, errStatusQueueNotFound), err)
+		s.writeFailure(ctx, failureOf(err, errQueueNotFound), err)
 		return
 	}
 	o := d.Queue.Options
@@ -375,7 +375,7 @@ func (s *Server) handleStatusMessages(ctx *fasthttp.RequestCtx) {
 	}
 	list, err := s.broker.QueueMessages(ctx, name, limit, offset)
 	if err != nil {
-		s.writeFailure(ctx, failureOf(err, errStatusQueueNotFound), err)
+		s.writeFailure(ctx, failureOf(err, errQueueNotFound), err)
 		return
 	}
 	buf := append(make([]byte, 0, 64+len(list)*256), '[')

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -224,7 +223,7 @@ func tracePageParams(ctx *fasthttp.RequestCtx, def int) (limit, offset int, e *a
 	if limit, e = intParam(args, "limit", def, 1, traceLimitMax); e != nil {
 		return 0, 0, e
 	}
-	offset, e = intParam(args, "offset", 0, 0, math.MaxInt32)
+	offset, e = offsetParam(args, "offset")
 	return limit, offset, e
 }
 

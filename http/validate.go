@@ -112,6 +112,28 @@ func pathText(ctx *fasthttp.RequestCtx, key string) (string, *apiError) {
 	return v, nil
 }
 
+// boolParam reads an optional boolean query parameter: absent or
+// empty gives def, "true" and "1" are true, "false" and "0" false, anything
+// else is refused.
+func boolParam(args *fasthttp.Args, key string, def bool) (bool, *apiError) {
+	switch string(args.Peek(key)) {
+	case "":
+		return def, nil
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	e := errBoolParam(key)
+	return false, &e
+}
+
+// offsetParam reads the offset of a page: absent or empty is 0, else 0 to
+// 2^31-1, on every list route.
+func offsetParam(args *fasthttp.Args, key string) (int, *apiError) {
+	return intParam(args, key, 0, 0, math.MaxInt32)
+}
+
 // intParam reads an optional base-10 integer query parameter: absent or
 // empty gives def; anything else must parse and lie in [lo, hi].
 func intParam(args *fasthttp.Args, key string, def, lo, hi int) (int, *apiError) {

@@ -231,7 +231,7 @@ func (s *Store) ListMessages(ctx context.Context, f queengo.MessageFilter) (quee
 			var id uuid.UUID
 			err := c.QueryRow(ctx, `SELECT id FROM queen.queues WHERE name = $1`, f.Queue).Scan(&id)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return &queengo.MissingError{What: "queue"}
+				return &queengo.MissingError{What: queengo.MissingQueue}
 			}
 			if err != nil {
 				return err

@@ -187,7 +187,7 @@ func (s *Store) ListPartitions(ctx context.Context, f queengo.ResourceFilter) ([
 			var id uuid.UUID
 			err := c.QueryRow(ctx, `SELECT id FROM queen.queues WHERE name = $1`, f.Queue).Scan(&id)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return &queengo.MissingError{What: "queue"}
+				return &queengo.MissingError{What: queengo.MissingQueue}
 			}
 			if err != nil {
 				return err
