@@ -23,6 +23,7 @@ type ConsumeParams struct {
 	StallTimeout  time.Duration // stop if nothing arrived for this long
 	PrefillConns  int           // producers used for the (unmeasured) pre-fill
 	PrefillBatch  int           // messages per pre-fill request
+	Encrypt       bool          // queengo: queue configured with encryptionEnabled
 }
 
 // Defaults of the consume scenario.
@@ -75,11 +76,18 @@ func cmdConsume(ctx context.Context, args []string) error {
 	c := addCommon(fs)
 	var p ConsumeParams
 	addConsumeFlags(fs, &p)
+	fs.BoolVar(&p.Encrypt, "encrypt", false, "queengo: configure the queue with encryptionEnabled (broker needs QUEEN_ENCRYPTION_KEY); label gets "+encryptLabelSuffix)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := p.validate(); err != nil {
 		return err
+	}
+	if err := checkEncrypt(p.Encrypt, c.Target); err != nil {
+		return err
+	}
+	if p.Encrypt {
+		c.Label += encryptLabelSuffix
 	}
 	return runOne(ctx, c, stdout, p.Consumers*p.Groups+p.PrefillConns, func(env *Env, tgt Target) (*Result, error) {
 		return runConsume(ctx, env, tgt, p)
@@ -172,7 +180,7 @@ type groupState struct {
 func runConsume(ctx context.Context, env *Env, tgt Target, p ConsumeParams) (*Result, error) {
 	l := Layout{Name: fmt.Sprintf("bench-consume-%s-%s-b%d-g%d", env.Run, tgt.Name(), p.Batch, p.Groups),
 		Partitions: p.Partitions, Groups: p.Groups, Batch: p.Batch, Consumers: p.Consumers,
-		PopPartitions: p.PopPartitions, PopTimeout: p.PopTimeout}
+		PopPartitions: p.PopPartitions, PopTimeout: p.PopTimeout, Encrypt: p.Encrypt}
 	if err := tgt.Prepare(ctx, l); err != nil {
 		return nil, err
 	}

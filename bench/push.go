@@ -17,6 +17,7 @@ type PushParams struct {
 	PayloadBytes int           // size of each message's JSON payload
 	Duration     time.Duration // how long to push
 	MaxMessages  int64         // stop after this many messages (0: no limit)
+	Encrypt      bool          // queengo: queue configured with encryptionEnabled
 }
 
 // Defaults of the push scenario.
@@ -54,11 +55,18 @@ func cmdPush(ctx context.Context, args []string) error {
 	fs.IntVar(&p.PayloadBytes, "payload", PayloadDefault, "payload size in bytes")
 	fs.DurationVar(&p.Duration, "duration", PushDurationDefault, "how long to push")
 	fs.Int64Var(&p.MaxMessages, "messages", 0, "stop after this many messages (0: run for --duration)")
+	fs.BoolVar(&p.Encrypt, "encrypt", false, "queengo: configure the queue with encryptionEnabled (broker needs QUEEN_ENCRYPTION_KEY); label gets "+encryptLabelSuffix)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := p.validate(); err != nil {
 		return err
+	}
+	if err := checkEncrypt(p.Encrypt, c.Target); err != nil {
+		return err
+	}
+	if p.Encrypt {
+		c.Label += encryptLabelSuffix
 	}
 	return runOne(ctx, c, stdout, p.Connections, func(env *Env, tgt Target) (*Result, error) {
 		return runPush(ctx, env, tgt, p)
@@ -71,7 +79,7 @@ func cmdPush(ctx context.Context, args []string) error {
 // measured; preparing and deleting the queue are not.
 func runPush(ctx context.Context, env *Env, tgt Target, p PushParams) (*Result, error) {
 	l := Layout{Name: fmt.Sprintf("bench-push-%s-%s-b%d", env.Run, tgt.Name(), p.Batch),
-		Partitions: p.Partitions, Batch: p.Batch, Consumers: p.Connections}
+		Partitions: p.Partitions, Batch: p.Batch, Consumers: p.Connections, Encrypt: p.Encrypt}
 	if err := tgt.Prepare(ctx, l); err != nil {
 		return nil, err
 	}

@@ -319,6 +319,23 @@ func appendAckBody(dst []byte, group string, msgs []PopMessage) []byte {
 	return append(dst, '}')
 }
 
+// Configure sets a queue's options with POST /api/v1/configure (api.md
+// 3.1), creating the queue if needed. Configure is a full replace: options
+// left out take their defaults, so options must hold every option the
+// caller wants set. Any answer but 200/201 is a *StatusError.
+func (c *QueenClient) Configure(queue string, options map[string]any) error {
+	body, err := json.Marshal(map[string]any{"queue": queue, "options": options})
+	if err != nil {
+		return opErr("configure", err)
+	}
+	return c.do("configure", "POST", "/api/v1/configure", body, c.timeout, func(status int, b []byte) error {
+		if status != 200 && status != 201 {
+			return statusErr("configure", status, b)
+		}
+		return nil
+	})
+}
+
 // DeleteQueue removes a queue and all its data (api.md 7.4). A 404 counts as
 // success.
 func (c *QueenClient) DeleteQueue(queue string) error {
