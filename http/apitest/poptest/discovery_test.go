@@ -17,7 +17,7 @@ func TestPop_DiscoveryRequiresNamespaceOrTask(t *testing.T) {
 	for _, path := range []string{
 		apitest.PopDiscovery(),
 		apitest.PopDiscovery("namespace", "", "task", ""),
-		apitest.PopDiscovery("consumerGroup", "g", "batch", "10", "wait", "true", "timeout", "5000"),
+		apitest.PopDiscovery("consumerGroup", "g", "batch", "10", "wait", "true", "timeout", "10000"),
 	} {
 		r := s.TryPop(t, path)
 		if r.Status != 400 || string(r.Body) != want {

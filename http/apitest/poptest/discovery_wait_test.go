@@ -35,14 +35,14 @@ func TestPop_DiscoveryWaitParksAfterAutoAckDrainedTheScope(t *testing.T) {
 				t.Fatalf("the draining pop delivered %v, want all 3", p.TxIDs())
 			}
 
-			path := apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "10000",
+			path := apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "20000",
 				"autoAck", tc.autoAck)
 			ch := async(context.Background(), s, path)
 			if o, parked := pending(ch, 700*time.Millisecond); !parked {
 				t.Fatalf("the pop after the drain answered %d %q, want it parked", o.r.Status, o.r.Body)
 			}
 			pushed := s.PushN(t, q, "Default", 1)
-			o := await(t, ch, 5*time.Second)
+			o := await(t, ch, 15*time.Second)
 			if o.r.Status != 200 {
 				t.Fatalf("the parked pop answered %d %q after the push, want the pushed message", o.r.Status, o.r.Body)
 			}

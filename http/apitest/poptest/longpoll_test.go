@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,12 +87,12 @@ func parkThenPush(t *testing.T, s *apitest.Server, path string, push func()) (ou
 // TestD12_PushWakesParkedPop: a push wakes parked pops at once: on the
 // queue-scoped routes a push to that queue, on the discovery route any push
 // within its scope. The wake latency is logged; the pop must answer well
-// before its 10 s timeout.
+// before its 10 s timeout (within 5 s: slack for a loaded box).
 func TestD12_PushWakesParkedPop(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	const timeout = "10000"
-	const within = 2 * time.Second
+	const within = 5 * time.Second
 	check := func(t *testing.T, o outcome, pushed time.Time, want []string) {
 		t.Helper()
 		if o.r.Status != 200 {
@@ -168,35 +169,55 @@ func TestD12_PushWakesParkedPop(t *testing.T) {
 // re-checks on the POP_WAIT_* backoff (here 50 ms initial, threshold 2, x2,
 // capped at 300 ms), so messages that become deliverable without a push (an
 // expired lease, a delayedProcessing delay running out) reach it within about
-// the maximum interval.
+// the maximum interval, long before its timeout.
+//
+// Never before they are deliverable: that bound is strict. The upper bound
+// tells a re-check from its absence (the pop would sit until its 20 s
+// timeout and answer empty) with seconds of slack for a loaded box, where a
+// claim round alone can take a second or more; the latency itself is logged
+// (bench/ measures it).
 func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 	t.Parallel()
 	s := bothServer(t)
-	const slack = 700 * time.Millisecond
+	const slack = 5 * time.Second
+	const timeout = "20000"
 	t.Run("lease expiry", func(t *testing.T) {
 		t.Parallel()
-		q := apitest.Unique(t, "bo-lease")
-		txs := s.PushN(t, q, "p", 1).TxIDs()
-		first := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "leaseSeconds", "1"))
-		apitest.WantTxIDs(t, "leased", first, txs)
-		expiry := leaseExpiresAt(t, q, "p", "g")
-		ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
-		o := await(t, ch, 15*time.Second)
-		if o.r.Status != 200 {
-			t.Fatalf("parked pop: %d %q, want the redelivery", o.r.Status, o.r.Body)
-		}
-		apitest.WantTxIDs(t, "redelivery", o.r.Pop, txs)
-		d := o.at.Sub(expiry)
-		t.Logf("redelivered %v after the lease expired", d)
-		if d < -100*time.Millisecond || d > boMax+slack {
-			t.Fatalf("redelivered %v after the lease expired, want within about %v", d, boMax)
+		// The long poll has to go out well before the lease ends, or its
+		// first claim finds the redelivery and says nothing of re-checks:
+		// on a loaded box the round is repeated with a longer lease.
+		for lease := 3; ; lease *= 2 {
+			q := apitest.Unique(t, "bo-lease")
+			txs := s.PushN(t, q, "p", 1).TxIDs()
+			first := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "leaseSeconds", strconv.Itoa(lease)))
+			apitest.WantTxIDs(t, "leased", first, txs)
+			expiry := leaseExpiresAt(t, q, "p", "g")
+			if left := time.Until(expiry); left < time.Second {
+				if lease >= 24 {
+					t.Fatalf("the box was too slow: %v of a %ds lease left when the long poll was to go out", left, lease)
+				}
+				t.Logf("%v of the %ds lease left when the long poll was to go out: again with a longer lease", left, lease)
+				continue
+			}
+			ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", timeout))
+			o := await(t, ch, 30*time.Second)
+			if o.r.Status != 200 {
+				t.Fatalf("parked pop: %d %q, want the redelivery", o.r.Status, o.r.Body)
+			}
+			apitest.WantTxIDs(t, "redelivery", o.r.Pop, txs)
+			d := o.at.Sub(expiry)
+			t.Logf("redelivered %v after the lease expired", d)
+			if d < -100*time.Millisecond || d > boMax+slack {
+				t.Fatalf("redelivered %v after the lease expired, want within about %v (at most %v on a loaded box)", d, boMax, boMax+slack)
+			}
+			return
 		}
 	})
 	t.Run("delayedProcessing", func(t *testing.T) {
 		t.Parallel()
 		q := apitest.Unique(t, "bo-delay")
 		s.Configure(t, q, map[string]any{"delayedProcessing": 1})
-		ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "8000"))
+		ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", timeout))
 		if o, parked := pending(ch, 300*time.Millisecond); !parked {
 			t.Fatalf("answered %d %q before the push", o.r.Status, o.r.Body)
 		}
@@ -208,7 +229,7 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 			t.Fatal(err)
 		}
 		visible := time.Unix(0, int64(created*1e9)).Add(time.Second)
-		o := await(t, ch, 15*time.Second)
+		o := await(t, ch, 30*time.Second)
 		if o.r.Status != 200 {
 			t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
 		}
@@ -216,7 +237,7 @@ func TestD12_BackoffRecheckFindsMessagesWithoutPush(t *testing.T) {
 		d := o.at.Sub(visible)
 		t.Logf("delivered %v after the delay ran out", d)
 		if d < -50*time.Millisecond || d > boMax+slack {
-			t.Fatalf("delivered %v after the delay ran out, want within about %v", d, boMax)
+			t.Fatalf("delivered %v after the delay ran out, want within about %v (at most %v on a loaded box)", d, boMax, boMax+slack)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package poptest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,16 +14,29 @@ import (
 // sleepUntil sleeps until t.
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
+// inside fails the test when the answer that just came arrived after end:
+// the check it is about holds only while a window ending at end lasts, so an
+// answer that late may have been decided after it and proves nothing either
+// way. Call it after the request and before the assertion it protects.
+func inside(t *testing.T, end time.Time, what string) {
+	t.Helper()
+	if late := time.Since(end); late > 0 {
+		t.Fatalf("the box was too slow: %s answered %v after the window it checks ran out", what, late.Round(time.Millisecond))
+	}
+}
+
 // TestPop_DelayedProcessingOnEveryRoute: with delayedProcessing D only
 // segments at least D seconds old are delivered, on the single-partition,
 // wildcard and discovery routes alike, and to a parked long poll.
 func TestPop_DelayedProcessingOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	const delay = 3 * time.Second
+	// Long enough that the checks inside the delay finish well within it on
+	// a loaded box; the tests run in parallel, so it costs little.
+	const delay = 8 * time.Second
 	ns := apitest.Unique(t, "delayed")
 	q := ns + ".t.q"
-	s.Configure(t, q, map[string]any{"delayedProcessing": 3})
+	s.Configure(t, q, map[string]any{"delayedProcessing": int(delay / time.Second)})
 	routes := map[string]string{
 		"single":    apitest.PopPartition(q, "p", "consumerGroup", "single", "batch", "10"),
 		"wildcard":  apitest.PopQueue(q, "consumerGroup", "wildcard", "batch", "10"),
@@ -30,28 +44,30 @@ func TestPop_DelayedProcessingOnEveryRoute(t *testing.T) {
 	}
 	txs := s.PushN(t, q, "p", 1).TxIDs()
 	written := lastWrite(t, q, "p")
-	parked := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "parked", "wait", "true", "timeout", "10000"))
-	for _, path := range routes {
-		s.PopEmpty(t, path)
-	}
-	sleepUntil(written.Add(1500 * time.Millisecond))
-	for name, path := range routes {
-		sent := time.Now()
-		if r := s.TryPop(t, path); sent.Before(written.Add(delay)) || r.Status != 200 {
+	due := written.Add(delay)
+	parked := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "parked", "wait", "true", "timeout", "25000"))
+	// Right after the write and again halfway through the delay, every
+	// route answers empty.
+	for _, after := range []time.Duration{0, delay / 2} {
+		sleepUntil(written.Add(after))
+		for name, path := range routes {
+			r := s.TryPop(t, path)
+			what := fmt.Sprintf("%s (the check at write+%v)", name, after)
+			inside(t, due, what)
 			if err := r.Bare204(); err != nil {
-				t.Fatalf("%s, %v after the write: %v", name, sent.Sub(written), err)
+				t.Fatalf("%s answered inside the %v delay: %v", what, delay, err)
 			}
 		}
 	}
 	for name, path := range routes {
-		p := s.PopUntil(t, path, 8*time.Second, 20*time.Millisecond)
+		p := s.PopUntil(t, path, delay+15*time.Second, 100*time.Millisecond)
 		at := time.Now()
 		apitest.WantTxIDs(t, name, p, txs)
 		if d := at.Sub(written); d < delay {
 			t.Fatalf("%s delivered %v after the write, before the %v delay", name, d, delay)
 		}
 	}
-	o := await(t, parked, 12*time.Second)
+	o := await(t, parked, 30*time.Second)
 	if o.r.Status != 200 {
 		t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
 	}
@@ -79,35 +95,57 @@ func lastWrite(t *testing.T, queue, partition string) time.Time {
 func TestPop_WindowBufferOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	const window = 4 * time.Second
+	// Long enough that the checks inside p's window finish well within it
+	// on a loaded box; the tests run in parallel, so it costs little.
+	const window = 8 * time.Second
 	ns := apitest.Unique(t, "window")
 	q := ns + ".t.q"
-	s.Configure(t, q, map[string]any{"windowBuffer": 4})
+	s.Configure(t, q, map[string]any{"windowBuffer": int(window / time.Second)})
 	routes := map[string]string{
 		"single":    apitest.PopPartition(q, "p", "consumerGroup", "single", "batch", "10"),
 		"wildcard":  apitest.PopQueue(q, "consumerGroup", "wildcard", "batch", "10", "partitions", "0"),
 		"discovery": apitest.PopDiscovery("namespace", ns, "consumerGroup", "discovery", "batch", "10", "partitions", "0"),
 	}
 	m1 := s.PushN(t, q, "p", 1).TxIDs()
+	pFirst := lastWrite(t, q, "p")
 	quiet := s.PushN(t, q, "quiet", 1).TxIDs()
-	for _, path := range routes {
-		s.PopEmpty(t, path)
+	quietWrite := lastWrite(t, q, "quiet")
+	// Both partitions were just written: nothing anywhere.
+	for name, path := range routes {
+		r := s.TryPop(t, path)
+		inside(t, pFirst.Add(window), name+" right after the writes")
+		if err := r.Bare204(); err != nil {
+			t.Fatalf("%s right after the writes: %v", name, err)
+		}
 	}
-	s.PopEmpty(t, apitest.PopPartition(q, "quiet", "consumerGroup", "single"))
-	sleepUntil(lastWrite(t, q, "quiet").Add(1500 * time.Millisecond))
+	r := s.TryPop(t, apitest.PopPartition(q, "quiet", "consumerGroup", "single"))
+	inside(t, quietWrite.Add(window), "quiet right after its write")
+	if err := r.Bare204(); err != nil {
+		t.Fatalf("quiet right after its write: %v", err)
+	}
+
+	sleepUntil(quietWrite.Add(window / 2))
 	m2 := s.PushN(t, q, "p", 1).TxIDs() // p's window starts again
 	pWrite := lastWrite(t, q, "p")
-	sleepUntil(lastWrite(t, q, "quiet").Add(window + 150*time.Millisecond))
-	// quiet's window has passed, p's has not.
-	s.PopEmpty(t, routes["single"])
+	sleepUntil(quietWrite.Add(window + 150*time.Millisecond))
+	// quiet's window has passed, p's has not: every route serves quiet only.
+	r = s.TryPop(t, routes["single"])
+	inside(t, pWrite.Add(window), "single p inside its window")
+	if err := r.Bare204(); err != nil {
+		t.Fatalf("single p inside its window: %v", err)
+	}
 	apitest.WantTxIDs(t, "single quiet", s.PopOK(t, apitest.PopPartition(q, "quiet", "consumerGroup", "single")), quiet)
-	apitest.WantTxIDs(t, "wildcard", s.PopOK(t, routes["wildcard"]), quiet)
-	apitest.WantTxIDs(t, "discovery", s.PopOK(t, routes["discovery"]), quiet)
-	if left := time.Until(pWrite.Add(window)); left < 100*time.Millisecond {
-		t.Fatalf("the box was too slow: p's window ran out before the checks inside it finished (%v left)", left)
+	for _, name := range []string{"wildcard", "discovery"} {
+		r := s.TryPop(t, routes[name])
+		inside(t, pWrite.Add(window), name+" inside p's window")
+		p, err := r.Delivered()
+		if err != nil {
+			t.Fatalf("%s inside p's window: %v", name, err)
+		}
+		apitest.WantTxIDs(t, name+" inside p's window", p, quiet)
 	}
 	for name, path := range routes {
-		p := s.PopUntil(t, path, 8*time.Second, 20*time.Millisecond)
+		p := s.PopUntil(t, path, window+15*time.Second, 100*time.Millisecond)
 		at := time.Now()
 		apitest.WantTxIDs(t, name+": p after its window", p, slices.Concat(m1, m2))
 		if d := at.Sub(pWrite); d < window {
@@ -149,21 +187,21 @@ func TestPop_MinPopWaitTimeHoldsUnderFullBatch(t *testing.T) {
 func TestPop_MinPopWaitTimeEndsWhenBatchFills(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	q := minPopQueue(t, s, 5000)
+	q := minPopQueue(t, s, 10000)
 	first := s.PushN(t, q, "Default", 2).TxIDs()
-	ch := async(context.Background(), s, apitest.PopQueue(q, "wait", "true", "batch", "5", "timeout", "10000"))
+	ch := async(context.Background(), s, apitest.PopQueue(q, "wait", "true", "batch", "5", "timeout", "20000"))
 	if o, held := pending(ch, 500*time.Millisecond); !held {
 		t.Fatalf("an under-full batch was not held: %d %q after %v", o.r.Status, o.r.Body, o.r.Elapsed)
 	}
 	rest := s.PushN(t, q, "Default", 3).TxIDs()
 	filled := time.Now()
-	o := await(t, ch, 10*time.Second)
+	o := await(t, ch, 25*time.Second)
 	if o.r.Status != 200 {
 		t.Fatalf("%d %q", o.r.Status, o.r.Body)
 	}
 	apitest.WantTxIDs(t, "filled batch", o.r.Pop, slices.Concat(first, rest))
-	t.Logf("answered %v after the batch filled (pop took %v, minPopWaitTime 5000ms)", o.at.Sub(filled), o.r.Elapsed)
-	if o.at.Sub(filled) > atOnce || o.r.Elapsed > 4*time.Second {
+	t.Logf("answered %v after the batch filled (pop took %v, minPopWaitTime 10000ms)", o.at.Sub(filled), o.r.Elapsed)
+	if o.at.Sub(filled) > atOnce || o.r.Elapsed > 8*time.Second {
 		t.Fatalf("answered %v after the batch filled (pop took %v): the hold did not end when it filled", o.at.Sub(filled), o.r.Elapsed)
 	}
 }
@@ -173,11 +211,11 @@ func TestPop_MinPopWaitTimeEndsWhenBatchFills(t *testing.T) {
 func TestPop_MinPopWaitTimeNeverOutlivesTimeout(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	q := minPopQueue(t, s, 5000)
+	q := minPopQueue(t, s, 10000)
 	txs := s.PushN(t, q, "Default", 2).TxIDs()
 	r := s.TryPop(t, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "800"))
-	t.Logf("answered after %v (timeout 800ms, minPopWaitTime 5000ms)", r.Elapsed)
-	if r.Elapsed > 800*time.Millisecond+1500*time.Millisecond {
+	t.Logf("answered after %v (timeout 800ms, minPopWaitTime 10000ms)", r.Elapsed)
+	if r.Elapsed > 800*time.Millisecond+atOnce {
 		t.Fatalf("answered after %v: the hold outlived the 800ms timeout", r.Elapsed)
 	}
 	if r.Status != 200 {
@@ -191,15 +229,15 @@ func TestPop_MinPopWaitTimeNeverOutlivesTimeout(t *testing.T) {
 func TestPop_MinPopWaitTimeNeverDelaysEmptyQueue(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
-	q := minPopQueue(t, s, 5000)
+	q := minPopQueue(t, s, 10000)
 	var txs []string
-	o, pushed := parkThenPush(t, s, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "10000"),
+	o, pushed := parkThenPush(t, s, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "20000"),
 		func() { txs = s.PushN(t, q, "Default", 1).TxIDs() })
 	if o.r.Status != 200 {
 		t.Fatalf("%d %q", o.r.Status, o.r.Body)
 	}
 	apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs)
-	t.Logf("answered %v after the push (minPopWaitTime 5000ms)", o.at.Sub(pushed))
+	t.Logf("answered %v after the push (minPopWaitTime 10000ms)", o.at.Sub(pushed))
 	if o.at.Sub(pushed) > atOnce {
 		t.Fatalf("answered %v after the push: minPopWaitTime delayed an empty queue's long poll", o.at.Sub(pushed))
 	}
@@ -217,18 +255,18 @@ func TestPop_MinPopWaitTimeOnlyWildcardWaitBatch(t *testing.T) {
 		want int
 	}{
 		{"wait=false", func(q string) string { return apitest.PopQueue(q, "wait", "false", "batch", "10") }, 2},
-		{"batch=1", func(q string) string { return apitest.PopQueue(q, "wait", "true", "batch", "1", "timeout", "10000") }, 1},
+		{"batch=1", func(q string) string { return apitest.PopQueue(q, "wait", "true", "batch", "1", "timeout", "20000") }, 1},
 		{"single-partition route", func(q string) string {
-			return apitest.PopPartition(q, "Default", "wait", "true", "batch", "10", "timeout", "10000")
+			return apitest.PopPartition(q, "Default", "wait", "true", "batch", "10", "timeout", "20000")
 		}, 2},
 		{"discovery route", func(q string) string {
 			ns, _, _ := strings.Cut(q, ".")
-			return apitest.PopDiscovery("namespace", ns, "wait", "true", "batch", "10", "timeout", "10000")
+			return apitest.PopDiscovery("namespace", ns, "wait", "true", "batch", "10", "timeout", "20000")
 		}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := minPopQueue(t, s, 5000)
+			q := minPopQueue(t, s, 10000)
 			txs := s.PushN(t, q, "Default", 2).TxIDs()
 			r := s.TryPop(t, tc.path(q))
 			if r.Status != 200 {
@@ -236,7 +274,7 @@ func TestPop_MinPopWaitTimeOnlyWildcardWaitBatch(t *testing.T) {
 			}
 			apitest.WantTxIDs(t, tc.name, r.Pop, txs[:tc.want])
 			if r.Elapsed > atOnce {
-				t.Fatalf("answered after %v: held by minPopWaitTime (5000ms)", r.Elapsed)
+				t.Fatalf("answered after %v: held by minPopWaitTime (10000ms)", r.Elapsed)
 			}
 		})
 	}
