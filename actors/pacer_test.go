@@ -48,3 +48,37 @@ func TestCommitPacer_OneCommitInFlightUnlessTheBacklogIsLarge(t *testing.T) {
 		t.Fatal("not idle with nothing ready or in flight")
 	}
 }
+
+// TestCommitPacer_LargeBacklogSplitsOverTwoCommits: with nothing in flight,
+// a backlog of twice concurrentCommitMin over several partitions goes out
+// as two commits at once, about half the messages each, every segment in
+// exactly one of them.
+func TestCommitPacer_LargeBacklogSplitsOverTwoCommits(t *testing.T) {
+	t.Parallel()
+	p := commitPacer{max: 2}
+	for range 10 {
+		p.add(cutWriter(concurrentCommitMin / 5))
+	}
+	first := p.next()
+	second := p.next()
+	if len(first) != 5 || len(second) != 5 {
+		t.Fatalf("commits of %d and %d segments, want 5 and 5", len(first), len(second))
+	}
+	if p.next() != nil {
+		t.Fatal("a third commit past max")
+	}
+	seen := map[*partitionWriter]bool{}
+	for _, w := range append(first, second...) {
+		if seen[w] {
+			t.Fatal("a segment in both commits")
+		}
+		seen[w] = true
+	}
+	// A small backlog still goes out whole.
+	q := commitPacer{max: 2}
+	q.add(cutWriter(10))
+	q.add(cutWriter(10))
+	if got := q.next(); len(got) != 2 {
+		t.Fatalf("small backlog: first commit carries %d segments, want 2", len(got))
+	}
+}

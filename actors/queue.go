@@ -169,12 +169,15 @@ func (a *queueActor) kick(ctx actor.Context, w *partitionWriter) {
 	}
 }
 
-// commit starts the commit of the ready segments when the pacer says so.
+// commit starts the commits of the ready segments the pacer lets start.
 func (a *queueActor) commit(ctx actor.Context) {
-	batch := a.pacer.next()
-	if batch == nil {
-		return
+	for batch := a.pacer.next(); batch != nil; batch = a.pacer.next() {
+		a.commitBatch(ctx, batch)
 	}
+}
+
+// commitBatch commits the segments of batch in one Append.
+func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 	segs := make([]queengo.Segment, len(batch))
 	n := 0
 	for i, w := range batch {
@@ -348,12 +351,12 @@ func (a *queueActor) onRound(r *claimRound) {
 					w.holdUntil = w.deadline
 				}
 			}
-			a.pops.lot.hold(w)
+			a.pops.hold(r, w)
 		default:
 			if p.Min > 0 {
 				w.noHold = true
 			}
-			a.pops.empty(w, now)
+			a.pops.emptyAfter(r, w, now)
 		}
 	}
 }

@@ -29,6 +29,9 @@ type claimRound struct {
 	queue uuid.UUID
 	// hold is the queue's minPopWaitTime when the round started.
 	hold time.Duration
+	// woken: something was pushed in scope while the round was in flight,
+	// so what it found empty or under-full may predate that push.
+	woken bool
 	// scope, when set, makes the round load the scope's queues first;
 	// scopeIDs are the queues a discovery round claims from otherwise.
 	scope    *scopeKey

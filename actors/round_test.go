@@ -261,3 +261,37 @@ func TestClaimRound_HeldOnlyUnderAMinimum(t *testing.T) {
 		t.Fatalf("outcomes %d and %d, want held and empty", r.outcome(0), r.outcome(1))
 	}
 }
+
+// TestClaimRound_WakeDuringRoundLooksAgain: a push that lands while a pop's
+// claim round is in flight may be invisible to that round; the pop then
+// looks again at once instead of holding for its whole minPopWaitTime (or
+// parking until its next re-check).
+func TestClaimRound_WakeDuringRoundLooksAgain(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	f.queue.Options.MinPopWaitTime = 20000
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	f.claim = func(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		res := make([]queengo.ClaimResult, len(claims))
+		if calls.Add(1) == 1 {
+			close(inFlight)
+			<-release
+			res[0].Taken = 1 // under the batch: held
+			return res, nil
+		}
+		res[0].Messages = []queengo.Message{{Frame: queengo.Frame{TransactionID: "filled"}}}
+		return res, nil
+	}
+	b := newTestBroker(t, Config{Store: f})
+	w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 10, Wait: true,
+		Timeout: 30 * time.Second})
+	<-inFlight
+	b.freed("q", uuid.New(), "") // the push that fills the batch commits now
+	close(release)
+	// Well before the 20 s hold would end.
+	r := await(t, w, 10*time.Second)
+	if r.err != nil || len(r.res.Messages) != 1 {
+		t.Fatalf("pop answered %+v %v, want the message of the second look", r.res, r.err)
+	}
+}

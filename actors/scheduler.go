@@ -93,10 +93,36 @@ func (s *popScheduler) due(now time.Time) {
 }
 
 // wake makes every parked pop's key re-check now and every held pop look
-// again: something was pushed in scope.
+// again: something was pushed in scope. The rounds in flight are marked:
+// their pops look again too when they come back with nothing (parked) or
+// too little (held) rather than wait for a re-check or the hold's end.
 func (s *popScheduler) wake(now time.Time) {
+	for _, r := range s.rounds {
+		r.woken = true
+	}
 	s.pending = s.lot.wake(now, s.pending)
 	s.due(now)
+}
+
+// emptyAfter is empty for a pop whose round r found nothing: a long poll
+// whose round a wake marked looks again at once instead of parking.
+func (s *popScheduler) emptyAfter(r *claimRound, w *waiter, now time.Time) {
+	if r.woken && !s.closing && w.req.Wait && now.Before(w.deadline) {
+		s.pending = append(s.pending, w)
+		return
+	}
+	s.empty(w, now)
+}
+
+// hold keeps a pop whose round r found fewer messages than its
+// minPopWaitTime batch until the hold ends or a wake; one whose round a
+// wake marked looks again at once (a push meanwhile may fill its batch).
+func (s *popScheduler) hold(r *claimRound, w *waiter) {
+	if r.woken && !s.closing {
+		s.pending = append(s.pending, w)
+		return
+	}
+	s.lot.hold(w)
 }
 
 // cancel drops a pop whose client went away; a claim in flight for it goes

@@ -132,7 +132,7 @@ func (a *scopeActor) onRound(r *claimRound) {
 				a.pops.pending = a.pops.lot.releaseN(w.key, n, a.pops.pending)
 			}
 		default:
-			a.pops.empty(w, now)
+			a.pops.emptyAfter(r, w, now)
 		}
 	}
 }
