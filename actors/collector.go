@@ -64,6 +64,9 @@ type CollectorConfig struct {
 	// Requests reads this process's request counters (package http's
 	// queengo_* counters); nil: none are recorded.
 	Requests func() queengo.RequestCounts
+	// Parked reads this process's parked long polls per queue
+	// (Broker.ParkedByQueue); nil: none are recorded.
+	Parked func() map[string]int64
 }
 
 // CollectorStore is what the collector needs of the database layer.
@@ -168,7 +171,10 @@ func (c *Collector) tick(ctx context.Context) {
 		}
 		return
 	}
-	parkedBy := ParkedByQueue()
+	parkedBy := map[string]int64{}
+	if c.cfg.Parked != nil {
+		parkedBy = c.cfg.Parked()
+	}
 	c.publish(at, figs, parkedBy)
 	rows := make(map[uuid.UUID]queueRow, len(figs))
 	for i := range figs {

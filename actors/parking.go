@@ -21,8 +21,8 @@ type parkingLot struct {
 	keys    map[string]*parkedKey
 	held    []*waiter
 	n       int // parked pops (held ones not included)
-	// queue counts the lot's parked pops for its queue (parkedstats.go);
-	// nil for a discovery scope's lot.
+	// queue counts the lot's parked pops for its queue (its handle's
+	// parked); nil for a discovery scope's lot.
 	queue *atomic.Int64
 }
 

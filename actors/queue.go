@@ -42,7 +42,7 @@ func newQueueActor(d *deps, h *handle, name string) *queueActor {
 	a := &queueActor{d: d, h: h, name: name, parts: map[string]uuid.UUID{},
 		writers: map[string]*partitionWriter{}, pacer: commitPacer{max: d.commitsInFlight},
 		pops: newPopScheduler(d), ready: newReadySets()}
-	a.pops.lot.queue = queueParked(name)
+	a.pops.lot.queue = &h.parked
 	return a
 }
 

@@ -29,6 +29,9 @@ type handle struct {
 	// restart).
 	received int64
 	seen     int64
+	// parked counts the long polls the queue actor keeps parked (every
+	// incarnation of it); read by Broker.ParkedByQueue. Zero for a scope.
+	parked atomic.Int64
 }
 
 func newHandle() *handle { return &handle{seen: -1} } // a fresh actor lives through one idle check

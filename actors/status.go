@@ -99,6 +99,3 @@ func (b *Broker) PopMaintenanceOn() bool { return b.popMaintenance.Load() }
 
 // ProcessStats reads this process's CPU, memory and goroutines.
 func (b *Broker) ProcessStats() queengo.ProcessStats { return readProcess() }
-
-// ParkedByQueue is this process's parked long polls per queue.
-func (b *Broker) ParkedByQueue() map[string]int64 { return ParkedByQueue() }

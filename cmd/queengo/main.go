@@ -105,7 +105,8 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 	host, _ := os.Hostname()
 	collector := actors.NewCollector(actors.CollectorConfig{Interval: cfg.MetricsSampleInterval,
 		Retention: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
-		Instance:  net.JoinHostPort(host, strconv.Itoa(cfg.Port)), Hostname: host, Requests: qhttp.RequestCounts},
+		Instance:  net.JoinHostPort(host, strconv.Itoa(cfg.Port)), Hostname: host, Requests: qhttp.RequestCounts,
+		Parked: broker.ParkedByQueue},
 		store, log)
 	collector.Start()
 	defer collector.Stop()
