@@ -119,8 +119,7 @@ func NewCollector(cfg CollectorConfig, store CollectorStore, log *slog.Logger) *
 		prev: map[uuid.UUID]queueState{}}
 }
 
-// Start samples every Interval from now on, the first time one Interval
-// from now.
+// Start samples now and then every Interval.
 func (c *Collector) Start() {
 	c.wg.Add(1)
 	go c.loop()
@@ -133,20 +132,17 @@ func (c *Collector) Stop() {
 	c.wg.Wait()
 }
 
-// loop ticks every Interval, the first time one Interval after Start: at
-// start the pool is cold and the first requests should not wait behind a
-// tick's aggregate (with DB_POOL_SIZE=1 they did).
 func (c *Collector) loop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
+		c.tick(c.ctx)
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
 		}
-		c.tick(c.ctx)
 	}
 }
 
