@@ -190,14 +190,9 @@ func runConsume(ctx context.Context, env *Env, tgt Target, p ConsumeParams) (*Re
 		return nil, err
 	}
 
-	consumers := make([]Consumer, p.Groups*p.Consumers)
-	for i := range consumers {
-		c, err := tgt.NewConsumer(ctx, i/p.Consumers, i)
-		if err != nil {
-			closeAll(consumers[:i])
-			return nil, err
-		}
-		consumers[i] = c
+	consumers, err := openConsumers(ctx, tgt, p.Groups, p.Consumers)
+	if err != nil {
+		return nil, err
 	}
 	defer closeAll(consumers)
 
@@ -339,4 +334,20 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// openConsumers opens perGroup consumers for each of groups consumer
+// groups, one after another; consumer i is in group i/perGroup. On a
+// failure it closes those it opened.
+func openConsumers(ctx context.Context, tgt Target, groups, perGroup int) ([]Consumer, error) {
+	cons := make([]Consumer, groups*perGroup)
+	for i := range cons {
+		c, err := tgt.NewConsumer(ctx, i/perGroup, i)
+		if err != nil {
+			closeAll(cons[:i])
+			return nil, err
+		}
+		cons[i] = c
+	}
+	return cons, nil
 }

@@ -75,12 +75,9 @@ func runE2E(ctx context.Context, env *Env, tgt Target, p E2EParams) (*Result, er
 		return nil, err
 	}
 	defer closeAll(pubs)
-	cons := make([]Consumer, p.Consumers)
-	for i := range cons {
-		if cons[i], err = tgt.NewConsumer(ctx, 0, i); err != nil {
-			closeAll(cons[:i])
-			return nil, err
-		}
+	cons, err := openConsumers(ctx, tgt, 1, p.Consumers)
+	if err != nil {
+		return nil, err
 	}
 	defer closeAll(cons)
 

@@ -380,12 +380,9 @@ func runLiveLoad(ctx context.Context, env *Env, newTgt func(int) (*queenTarget, 
 		return nil, err
 	}
 	defer closeAll(pubs)
-	cons := make([]Consumer, p.Consumers)
-	for i := range cons {
-		if cons[i], err = tgt.NewConsumer(ctx, 0, i); err != nil {
-			closeAll(cons[:i])
-			return nil, err
-		}
+	cons, err := openConsumers(ctx, tgt, 1, p.Consumers)
+	if err != nil {
+		return nil, err
 	}
 	defer closeAll(cons)
 
