@@ -114,6 +114,7 @@ type Broker struct {
 	cross          *crossProcess
 	stopCross      context.CancelFunc
 	acks           *ackCoalescer
+	stats          *brokerStats
 }
 
 // New starts the actor system and the registry.
@@ -157,6 +158,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if tune != nil {
 		tune(d)
 	}
+	b.stats = newBrokerStats(cfg.Store, d.clock, cfg.RequestTimeout)
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
 	go b.refreshMaintenance()
 	if b.cross != nil {

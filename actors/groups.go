@@ -70,10 +70,13 @@ func (b *Broker) groupMoved(group string, cursors []queengo.GroupCursor) {
 	for _, c := range cursors {
 		b.freed(c.Queue, c.Partition, group)
 	}
+	b.stats.drop()
 }
 
-// RefreshStats computes the figures of the statistics report now: queengo
-// keeps no precomputed statistics, so there is nothing to rebuild.
+// RefreshStats forgets the dashboard figures (figures.go), so the next read
+// of each computes them anew, and computes the figures of the statistics
+// report now.
 func (b *Broker) RefreshStats(ctx context.Context) (queengo.StatsReport, error) {
+	b.stats.drop()
 	return b.cfg.Store.StatsReport(ctx)
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -23,9 +24,12 @@ type ResourceStore interface {
 }
 
 // Overview returns the broker-wide summary of queues, messages, lag and the
-// ingest rate.
+// ingest rate, computed at most statsFresh ago and never more than
+// statsMaxAge ago (figures.go); At is when its computation started.
 func (b *Broker) Overview(ctx context.Context) (queengo.Overview, error) {
-	return b.cfg.Store.Overview(ctx)
+	o, at, err := b.stats.overview.get(ctx)
+	o.At = at
+	return o, err
 }
 
 // ListQueues returns one page of the queues f selects, newest first, and
@@ -47,9 +51,28 @@ func (b *Broker) ListPartitions(ctx context.Context, f queengo.ResourceFilter) (
 }
 
 // ListGroupings returns one page of the namespaces (by "namespace") or tasks
-// (by "task") and how many there are.
+// (by "task"), by name, and how many there are; like Overview, from figures
+// of every namespace or task computed at most statsFresh ago.
 func (b *Broker) ListGroupings(ctx context.Context, by string, limit, offset int) ([]queengo.GroupingSummary, int, error) {
-	return b.cfg.Store.ListGroupings(ctx, by, limit, offset)
+	f := b.stats.namespaces
+	if by == "task" {
+		f = b.stats.tasks
+	} else if by != "namespace" {
+		return nil, 0, fmt.Errorf("grouping must be namespace or task, not %q", by)
+	}
+	all, _, err := f.get(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return page(all, limit, offset), len(all), nil
+}
+
+// page returns the page of list that limit and offset select.
+func page[T any](list []T, limit, offset int) []T {
+	if offset >= len(list) {
+		return nil
+	}
+	return list[offset:min(len(list), offset+limit)]
 }
 
 // ClearQueue drops every retained message of a queue (or of one partition)
@@ -59,7 +82,11 @@ func (b *Broker) ListGroupings(ctx context.Context, by string, limit, offset int
 // and a partition its ready set still offers is found empty by the next
 // claim.
 func (b *Broker) ClearQueue(ctx context.Context, queue, partition string) (queengo.Cleared, error) {
-	return b.cfg.Store.ClearQueue(ctx, queue, partition)
+	c, err := b.cfg.Store.ClearQueue(ctx, queue, partition)
+	if err == nil {
+		b.stats.drop()
+	}
+	return c, err
 }
 
 // ListMessages returns one page of the message list.
@@ -74,6 +101,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partition uuid.UUID, txid st
 	ch, err := b.cfg.Store.DeleteMessage(ctx, partition, txid)
 	if err == nil {
 		b.released(ch.Queue, partition, ch.Released)
+		b.stats.drop()
 	}
 	return ch, err
 }
@@ -88,6 +116,7 @@ func (b *Broker) MoveToDLQ(ctx context.Context, partition uuid.UUID, txid string
 	ch, err := b.cfg.Store.MoveToDLQ(ctx, partition, txid, MoveToDLQReason)
 	if err == nil {
 		b.released(ch.Queue, partition, ch.Released)
+		b.stats.drop()
 	}
 	return ch, err
 }
@@ -99,6 +128,7 @@ func (b *Broker) RetryMessage(ctx context.Context, partition uuid.UUID, txid str
 	if err != nil {
 		return r, err
 	}
+	b.stats.drop()
 	if r.Requeued != nil {
 		b.freed(r.Queue, partition, "")
 	}

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/queengo/queengo"
@@ -23,7 +25,6 @@ type StatusStore interface {
 	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
-	LatestSampleAt(ctx context.Context) (time.Time, error)
 }
 
 // The status and analytics door: reads only, so nothing is told to the
@@ -34,6 +35,31 @@ type StatusStore interface {
 // their live figures, and how many f selects in all.
 func (b *Broker) StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error) {
 	return b.cfg.Store.StatusQueues(ctx, f, limit, offset)
+}
+
+// StatusTotals returns the figures of every queue f selects, newest first,
+// computed at most statsFresh ago (figures.go), and when their computation
+// started: what GET /api/v1/status sums, read from figures of every queue
+// so that dashboards polling it cost one computation a second.
+func (b *Broker) StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error) {
+	all, at, err := b.stats.queues.get(ctx)
+	if err != nil {
+		return nil, at, err
+	}
+	out := make([]queengo.QueueFigures, 0, len(all))
+	for _, q := range all {
+		if (f.Queue == "" || q.Name == f.Queue) && (f.Namespace == "" || q.Namespace == f.Namespace) &&
+			(f.Task == "" || q.Task == f.Task) {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(x, y queengo.QueueFigures) int {
+		if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	return out, at, nil
 }
 
 // DeadLetterSummary counts the dead letters of the queues f selects.
@@ -81,12 +107,6 @@ func (b *Broker) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queen
 // RetentionSeries is what the data lifecycle removed, per bucket.
 func (b *Broker) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
 	return b.cfg.Store.RetentionSeries(ctx, q)
-}
-
-// LatestSampleAt is the time of the collector's newest queue figures in the
-// database (zero: none yet).
-func (b *Broker) LatestSampleAt(ctx context.Context) (time.Time, error) {
-	return b.cfg.Store.LatestSampleAt(ctx)
 }
 
 // MetricsSnapshot is the running collector's last sample in this process;

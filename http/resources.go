@@ -105,8 +105,12 @@ type paginationJSON struct {
 	Offset int `json:"offset"`
 }
 
+// handleOverview answers the broker-wide figures; statsAge is how many
+// seconds ago they were computed (the broker computes them at most once a
+// second, actors/figures.go).
 func (s *Server) handleOverview(ctx *fasthttp.RequestCtx) {
 	o, err := s.broker.Overview(ctx)
+	now := time.Now()
 	if err != nil {
 		s.writeFailure(ctx, failure(err), err)
 		return
@@ -133,7 +137,7 @@ func (s *Server) handleOverview(ctx *fasthttp.RequestCtx) {
 		StatsAge   int        `json:"statsAge"`
 	}{o.Queues, o.Partitions, o.Namespaces, o.Tasks, counts(o.Messages),
 		lag{statsJSON(o.LagSeconds), statsJSON(o.LagMessages)}, throughput{Ingested: o.IngestedPerSecond},
-		jsonTime(o.At), 0})
+		jsonTime(now), max(int(now.Sub(o.At).Seconds()), 0)})
 }
 
 // resourceFilter reads the namespace and task filters and the page.

@@ -23,7 +23,7 @@ type StatusAdmin interface {
 	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
-	LatestSampleAt(ctx context.Context) (time.Time, error)
+	StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error)
 	MetricsSnapshot() *queengo.MetricsSnapshot
 	PopMaintenanceOn() bool
 	ProcessStats() queengo.ProcessStats
@@ -53,13 +53,10 @@ func (s *Server) statusRoutes() []route {
 const (
 	statusQueuesLimitDefault = 100
 	statusQueuesLimitMax     = 1000
-	// statusTotalsQueues caps the queues whose live figures /status sums:
-	// the newest this many of the selection.
-	statusTotalsQueues     = 10_000
-	partitionsLimitDefault = 100
-	partitionsLimitMax     = 1000
-	messagesLimitDefault   = 50
-	messagesLimitMax       = 1000
+	partitionsLimitDefault   = 100
+	partitionsLimitMax       = 1000
+	messagesLimitDefault     = 50
+	messagesLimitMax         = 1000
 	// messagesOffsetMax bounds how deep the message list pages: the page is
 	// found by reading the index of offset+limit segments per partition.
 	messagesOffsetMax = 10_000
@@ -177,10 +174,9 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	bucket := autoBucket(from, to)
-	queues, _, err := s.broker.StatusQueues(ctx, f, statusTotalsQueues, 0)
+	queues, at, err := s.broker.StatusTotals(ctx, f)
 	var dlq queengo.DeadLetterSummary
 	var through, workers queengo.Series
-	var latest time.Time
 	if err == nil {
 		dlq, err = s.broker.DeadLetterSummary(ctx, f, topErrorsN)
 	}
@@ -190,9 +186,6 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 	now := time.Now()
 	if err == nil {
 		workers, err = s.broker.WorkerSeries(ctx, queengo.SeriesQuery{From: now.Add(-workersWindow), To: now, Bucket: workersWindow})
-	}
-	if err == nil {
-		latest, err = s.broker.LatestSampleAt(ctx)
 	}
 	if err != nil {
 		s.writeFailure(ctx, failure(err), err)
@@ -235,10 +228,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 		}
 		return math.Round(float64(n)/float64(d)*100) / 100
 	}
-	var statsAge any
-	if !latest.IsZero() {
-		statsAge = max(int64(now.Sub(latest).Seconds()), 0)
-	}
+	statsAge := max(int64(now.Sub(at).Seconds()), 0)
 	var points []json.RawMessage
 	if err := json.Unmarshal(through, &points); err != nil {
 		s.writeFailure(ctx, errInternal, err)

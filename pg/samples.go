@@ -274,17 +274,3 @@ func (s *Store) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queeng
 func (s *Store) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
 	return s.series(ctx, "retention", retentionSeriesSQL, q)
 }
-
-// LatestSampleAt is the time of the newest tick's queue figures, zero when
-// there is none: how old the history's last figures are.
-func (s *Store) LatestSampleAt(ctx context.Context) (time.Time, error) {
-	var t pgtype.Timestamptz
-	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, `SELECT max(sampled_at) FROM queen.metrics_samples WHERE queue_id = $1`,
-			pgUUID(queengo.AllQueuesID)).Scan(&t)
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("error reading the latest sample: %w", err)
-	}
-	return t.Time, nil
-}

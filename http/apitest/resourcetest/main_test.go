@@ -90,6 +90,17 @@ func get(t testing.TB, s *apitest.Server, path string, v any) {
 	r.JSON(t, v)
 }
 
+// getFresh reads path after POST /api/v1/stats/refresh, so the broker-wide
+// figures it answers (computed at most once a second otherwise) include
+// everything the test did before.
+func getFresh(t testing.TB, s *apitest.Server, path string, v any) {
+	t.Helper()
+	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
+		t.Fatalf("POST /api/v1/stats/refresh: %d %s", r.Status, r.Body)
+	}
+	get(t, s, path, v)
+}
+
 func getQueue(t testing.TB, s *apitest.Server, name string, pairs ...string) queueDetail {
 	t.Helper()
 	var d queueDetail

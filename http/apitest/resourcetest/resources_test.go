@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/queengo/queengo/http/apitest"
 )
@@ -34,7 +35,7 @@ type overview struct {
 func TestOverview_FiguresAfterPushPopAck(t *testing.T) {
 	s := shared(t)
 	var before overview
-	get(t, s, "/api/v1/resources/overview", &before)
+	getFresh(t, s, "/api/v1/resources/overview", &before)
 	q := apitest.Unique(t, "ov") + "." + apitest.Unique(t, "work") + ".q"
 	s.PushN(t, q, "a", 3)
 	s.PushN(t, q, "b", 2)
@@ -45,7 +46,7 @@ func TestOverview_FiguresAfterPushPopAck(t *testing.T) {
 	s.AckOK(t, p.Messages[0], "completed", "")
 
 	var after overview
-	get(t, s, "/api/v1/resources/overview", &after)
+	getFresh(t, s, "/api/v1/resources/overview", &after)
 	want := counts{Total: 5, Pending: 3, Processing: 1, Completed: 1}
 	got := counts{Total: after.Messages.Total - before.Messages.Total,
 		Pending:    after.Messages.Pending - before.Messages.Pending,
@@ -239,7 +240,7 @@ func TestResourceNamespacesAndTasks(t *testing.T) {
 		t.Helper()
 		for offset := 0; ; offset += 1000 {
 			var l map[string]any
-			get(t, s, path+apitest.Query("limit", "1000", "offset", fmt.Sprint(offset)), &l)
+			getFresh(t, s, path+apitest.Query("limit", "1000", "offset", fmt.Sprint(offset)), &l)
 			list, _ := l[key].([]any)
 			if _, ok := l["total"].(float64); !ok {
 				t.Fatalf("%s: no total: %v", path, l)
@@ -336,4 +337,34 @@ func TestResourceParams_BadInput400(t *testing.T) {
 		apitest.WantErrorBody(t, s.Get(t, path), 400)
 	}
 	apitest.WantErrorBody(t, s.Delete(t, "/api/v1/queues/q/clear?partition="+url.QueryEscape("a\x01")), 400)
+}
+
+// The overview's figures are computed at most once a second and reused
+// for up to 10 s (statsAge says how old they are): a read right after a
+// push still answers the figures from before it; POST /api/v1/stats/refresh
+// makes the next read compute anew, with statsAge 0.
+func TestOverview_FiguresAreSharedUntilRefresh(t *testing.T) {
+	s := shared(t)
+	var before overview
+	getFresh(t, s, "/api/v1/resources/overview", &before)
+	start := time.Now()
+	s.PushN(t, apitest.Unique(t, "ovcache"), "p", 3)
+
+	var cached overview
+	get(t, s, "/api/v1/resources/overview", &cached)
+	if time.Since(start) < 9*time.Second { // else the box was too slow for the rule
+		if cached.Messages.Total != before.Messages.Total || cached.Queues != before.Queues {
+			t.Fatalf("a read within the figures' age computed anew: total %d -> %d, queues %d -> %d",
+				before.Messages.Total, cached.Messages.Total, before.Queues, cached.Queues)
+		}
+	}
+	var fresh overview
+	getFresh(t, s, "/api/v1/resources/overview", &fresh)
+	if fresh.Messages.Total != before.Messages.Total+3 || fresh.Queues != before.Queues+1 {
+		t.Fatalf("after the refresh: total %d -> %d, queues %d -> %d; want +3 and +1",
+			before.Messages.Total, fresh.Messages.Total, before.Queues, fresh.Queues)
+	}
+	if fresh.StatsAge == nil || *fresh.StatsAge != 0 {
+		t.Fatalf("statsAge = %v after the refresh, want 0", fresh.StatsAge)
+	}
 }

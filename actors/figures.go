@@ -1,0 +1,161 @@
+package actors
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/queengo/queengo"
+)
+
+// figures holds one broker-wide read that is costly at scale and that
+// dashboards poll: it sums every partition and cursor (50-120 ms of
+// PostgreSQL at 10,000 partitions and 30,000 cursors, docs/benchmarks.md).
+// The broker computes it at most once per fresh however many clients read
+// it, the way the reference's stats roll-up does (its answers carry
+// statsAge):
+//
+//   - a read of a result younger than fresh gets that result;
+//   - a read of an older one, younger than maxAge, gets it at once and
+//     starts one computation in the background, so a dashboard that polls
+//     sees, at each poll, what was computed after its previous one;
+//   - with no result, or one past maxAge, the read waits for a computation
+//     (one for all the readers waiting).
+//
+// drop forgets the result: POST /api/v1/stats/refresh and the operator's
+// writes (seek, group and queue deletes, clears) call it, so the next read
+// computes anew and a computation that started before the drop is not kept.
+type figures[T any] struct {
+	compute func(context.Context) (T, error)
+	clock   clock
+	fresh   time.Duration
+	maxAge  time.Duration
+	timeout time.Duration // bounds a computation, which no request owns
+
+	mu      sync.Mutex
+	val     T
+	at      time.Time // when the computation of val started; zero: none
+	gen     uint64    // bumped by drop
+	running *figuresFlight[T]
+}
+
+// figuresFlight is one computation; done closes when val, at and err are
+// set.
+type figuresFlight[T any] struct {
+	done chan struct{}
+	val  T
+	at   time.Time
+	err  error
+}
+
+// get returns the figures and when their computation started.
+func (f *figures[T]) get(ctx context.Context) (T, time.Time, error) {
+	f.mu.Lock()
+	now := f.clock.Now()
+	if !f.at.IsZero() && now.Sub(f.at) < f.maxAge {
+		val, at := f.val, f.at
+		if now.Sub(f.at) >= f.fresh && f.running == nil {
+			f.start()
+		}
+		f.mu.Unlock()
+		return val, at, nil
+	}
+	fl := f.running
+	if fl == nil {
+		fl = f.start()
+	}
+	f.mu.Unlock()
+	select {
+	case <-fl.done:
+		return fl.val, fl.at, fl.err
+	case <-ctx.Done():
+		var zero T
+		return zero, time.Time{}, ctx.Err()
+	}
+}
+
+// drop forgets the result and detaches the computation in flight, whose
+// result then reaches only the readers already waiting for it.
+func (f *figures[T]) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var zero T
+	f.val, f.at = zero, time.Time{}
+	f.gen++
+	f.running = nil
+}
+
+// start begins a computation; f.mu is held.
+func (f *figures[T]) start() *figuresFlight[T] {
+	fl := &figuresFlight[T]{done: make(chan struct{})}
+	f.running = fl
+	gen := f.gen
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		defer cancel()
+		fl.at = f.clock.Now()
+		fl.val, fl.err = f.compute(ctx)
+		f.mu.Lock()
+		if f.running == fl {
+			f.running = nil
+		}
+		if fl.err == nil && gen == f.gen {
+			f.val, f.at = fl.val, fl.at
+		}
+		f.mu.Unlock()
+		close(fl.done)
+	}()
+	return fl
+}
+
+const (
+	// statsFresh: each kind of dashboard figures is computed at most once a
+	// second, however many dashboards, tabs and scrapers poll it.
+	statsFresh = time.Second
+	// statsMaxAge: a reader never gets figures older than this; after a
+	// quiet spell the first read waits for new ones.
+	statsMaxAge = 10 * time.Second
+)
+
+// brokerStats are the broker-wide figures of the dashboard routes, each
+// kept by a figures (see there for when they are computed).
+type brokerStats struct {
+	overview   *figures[queengo.Overview]
+	namespaces *figures[[]queengo.GroupingSummary]
+	tasks      *figures[[]queengo.GroupingSummary]
+	queues     *figures[[]queengo.QueueFigures] // every queue, by name
+}
+
+func newBrokerStats(store Store, clk clock, timeout time.Duration) *brokerStats {
+	grouping := func(by string) func(context.Context) ([]queengo.GroupingSummary, error) {
+		return func(ctx context.Context) ([]queengo.GroupingSummary, error) {
+			list, _, err := store.ListGroupings(ctx, by, math.MaxInt32, 0)
+			return list, err
+		}
+	}
+	return &brokerStats{
+		overview: newFigures(clk, timeout, func(ctx context.Context) (queengo.Overview, error) {
+			return store.Overview(ctx)
+		}),
+		namespaces: newFigures(clk, timeout, grouping("namespace")),
+		tasks:      newFigures(clk, timeout, grouping("task")),
+		queues: newFigures(clk, timeout, func(ctx context.Context) ([]queengo.QueueFigures, error) {
+			return store.AllQueueFigures(ctx)
+		}),
+	}
+}
+
+// newFigures keeps what compute returns for statsFresh, serving it up to
+// statsMaxAge.
+func newFigures[T any](clk clock, timeout time.Duration, compute func(context.Context) (T, error)) *figures[T] {
+	return &figures[T]{compute: compute, clock: clk, fresh: statsFresh, maxAge: statsMaxAge, timeout: timeout}
+}
+
+// drop forgets every figure, so the next read of each computes anew.
+func (s *brokerStats) drop() {
+	s.overview.drop()
+	s.namespaces.drop()
+	s.tasks.drop()
+	s.queues.drop()
+}

@@ -1,0 +1,77 @@
+package pg_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestFigurePlans: the broker-wide figures (the overview's partition
+// figures and cursor lag, the ingest rate, the namespace and task sums, the
+// status totals) are aggregates over queue, partition and cursor rows with
+// primary-key probes of the segments; none scans the segments. These run
+// inside PL/pgSQL and SQL functions, whose plans EXPLAIN does not show, so
+// the test has auto_explain send the plan of every nested statement to the
+// client. With -v it prints them, over 300 queues x 10 partitions x 3
+// groups (9,000 cursors) and 60,000 segments.
+func TestFigurePlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, c0 := groupsDB(t, 300, 10, 20, 3)
+	cfg, err := pgx.ParseConfig(c0.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.HasPrefix(n.Message, "duration:") {
+			mu.Lock()
+			plans = append(plans, n.Message)
+			mu.Unlock()
+		}
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	for _, set := range []string{
+		`LOAD 'auto_explain'`,
+		`SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`,
+		`SET auto_explain.log_analyze = on`,
+		`SET auto_explain.log_timing = off`,
+		`SET client_min_messages = log`,
+	} {
+		if _, err := c.Exec(ctx, set); err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+	}
+	for _, q := range []string{
+		`SELECT count(*) FROM queen.partition_figures(NULL, false)`,
+		`SELECT * FROM queen.cursor_lag()`,
+		`SELECT count(*) FROM queen.status_queues(NULL)`,
+	} {
+		mu.Lock()
+		plans = plans[:0]
+		mu.Unlock()
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		text := strings.Join(plans, "\n\n")
+		mu.Unlock()
+		if len(plans) < 2 {
+			t.Fatalf("%s: %d plans sent, want the statement's and its nested ones:\n%s", q, len(plans), text)
+		}
+		t.Logf("%s: %d plans\n%s", q, len(plans), text)
+		if strings.Contains(text, "Seq Scan on segments") {
+			t.Errorf("%s scans the segments:\n%s", q, text)
+		}
+	}
+}
