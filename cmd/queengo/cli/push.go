@@ -244,6 +244,10 @@ func (p *pusher) source(br *bufio.Reader, forceLines bool) (func() (json.RawMess
 				if _, err := dec.Token(); err != nil {
 					return nil, i, usagef("after item %d: the array does not end: %v", i, err)
 				}
+				// Anything after the array would be lost silently.
+				if _, err := dec.Token(); err != io.EOF {
+					return nil, i, usagef("after the array's %d items: more input", i)
+				}
 				return nil, i, io.EOF
 			}
 			i++

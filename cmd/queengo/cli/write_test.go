@@ -122,6 +122,10 @@ func TestCLI_PushBadInput(t *testing.T) {
 	if !strings.Contains(r.stderr, "item") {
 		t.Fatalf("stderr of a cut array: %s", r.stderr)
 	}
+	r = b.run(t, "[3] [4]", "push", b.queue).want(t, 1)
+	if !strings.Contains(r.stderr, "more input") {
+		t.Fatalf("stderr of input after the array: %s", r.stderr)
+	}
 	b.run(t, "", "push", b.queue, filepath.Join(t.TempDir(), "missing")).want(t, 1)
 	b.run(t, "", "push", b.queue, "--batch", "0").want(t, 1)
 }
@@ -217,7 +221,9 @@ func TestCLI_Tail(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	started := make(chan string, 1)
 	var errText strings.Builder
+	errDone := make(chan struct{})
 	go func() {
+		defer close(errDone)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "tailing ") {
@@ -268,6 +274,7 @@ func TestCLI_Tail(t *testing.T) {
 	for s := range lines {
 		t.Errorf("a line more than pushed: %s", s)
 	}
+	<-errDone // Wait closes the pipes: every read must be done before it
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("tail exited with %v\n%s", err, errText.String())
 	}
