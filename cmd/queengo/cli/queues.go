@@ -148,16 +148,12 @@ groups that read it, with their lag. --json prints
 					entries = append(entries, e)
 				}
 			}
+			raw["partitions"] = mustJSON(parts)
 			if a.json {
-				raw["partitions"], _ = json.Marshal(parts)
 				return writeJSON(a.env.Stdout, map[string]any{"queue": raw, "groups": mine})
 			}
 			var d queueDetail
-			b, _ := json.Marshal(raw)
-			if err := json.Unmarshal(b, &d); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(mustJSON(parts), &d.Partitions); err != nil {
+			if err := json.Unmarshal(mustJSON(raw), &d); err != nil {
 				return err
 			}
 			return a.printQueue(&d, entries)
