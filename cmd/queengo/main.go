@@ -1,7 +1,9 @@
 // Command queengo runs the broker: `queengo` serves the Queen MQ HTTP API,
 // `queengo migrate` applies the schema migrations and exits. Configuration
 // comes from the environment variables of the reference Queen server, and
-// flags override them (`queengo -h` lists them).
+// flags override them (`queengo -h` lists them). The operator's commands
+// (`queengo queues`, `tail`, `push`, ...: package cli) talk to a running
+// broker over HTTP.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/queengo/queengo/actors"
+	"github.com/queengo/queengo/cmd/queengo/cli"
 	qhttp "github.com/queengo/queengo/http"
 	"github.com/queengo/queengo/pg"
 )
@@ -30,6 +33,9 @@ import (
 const version = "0.1.0"
 
 func main() {
+	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
+		os.Exit(cli.Main(os.Args[1:], cli.OSEnv()))
+	}
 	cfg, err := loadConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		return
