@@ -101,7 +101,8 @@ func lagOf(t *testing.T, s *apitest.Server, name, queue string) int {
 // checked here (seeking a group back) shows its effect: the lag grows.
 func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	// Samples every 200 ms, so the analytics charts have a point to draw.
+	b := setup(t, "METRICS_SAMPLE_INTERVAL_MS=200")
 	sd := seed(t, b.s)
 
 	t.Run("overview", func(t *testing.T) {
