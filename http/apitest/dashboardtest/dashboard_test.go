@@ -200,7 +200,7 @@ func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 		})()`)
 		b.click(t, `[data-test=admin-seek]`)
 		b.waitText(t, `[data-test=confirm] h3`, "Seek workers on orders?")
-		b.screenshot(t, "confirm")
+		b.viewportShot(t, "confirm")
 		b.click(t, `[data-test=confirm-ok]`)
 		b.waitText(t, `[data-test=q-groups] tr[data-group=workers] [data-col=lag]`, "15")
 		if got := lagOf(t, b.s, "workers", "orders"); got != 15 {

@@ -33,9 +33,11 @@ const (
 	// shows its figures within one read of the API, well under a second
 	// on an idle machine, but a loaded 2-core box under -race is slower.
 	waitFor = 20 * time.Second
-	// testBudget bounds a whole browser test (issue 14 wants the browser
-	// tests under about 90 s).
-	testBudget = 90 * time.Second
+	// testBudget bounds a whole browser test, so a hung browser fails it
+	// rather than the package's timeout. A test takes about 25 s on its own
+	// and the package under 90 s with both browsers at once on a loaded
+	// 2-core machine (load average 20); twice that is a hang.
+	testBudget = 3 * time.Minute
 )
 
 // bundle is what a browser test works with: a broker of its own database
@@ -201,14 +203,26 @@ func (b *bundle) click(t *testing.T, sel string) {
 	b.run(t, "clicking "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
 }
 
-// screenshot writes the page to docs/screenshots/name.png when
+// screenshot writes the whole page to docs/screenshots/name.png when
 // UPDATE_SCREENSHOTS=1; CI runs leave the tree alone.
 func (b *bundle) screenshot(t *testing.T, name string) {
+	t.Helper()
+	b.save(t, name, chromedp.FullScreenshot(100))
+}
+
+// viewportShot is screenshot of what the window shows: a dialog dims only
+// the window, so a whole-page shot would show it half dimmed.
+func (b *bundle) viewportShot(t *testing.T, name string) {
+	t.Helper()
+	b.save(t, name, chromedp.CaptureScreenshot())
+}
+
+func (b *bundle) save(t *testing.T, name string, shot chromedp.Action[[]byte]) {
 	t.Helper()
 	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
 		return
 	}
-	png, err := chromedp.Run(b.tab, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(b.tab, shot)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}

@@ -102,18 +102,20 @@ function seriesOf(points, fields) {
 // allowed, the confirmation dialog and the notices.
 const UI = createContext(null);
 
-// usePoll runs load now and every `every` ms while the page is visible and
-// live refresh is on, keeping the last data through a failed read. reload
-// reads again at once.
+// usePoll runs load now and then every `every` ms while live refresh is on,
+// skipping the reads while the tab is hidden, and keeps the last data
+// through a failed read. reload reads again at once.
 function usePoll(load, deps, every = REFRESH_MS) {
   const { live } = useContext(UI);
   const [state, setState] = useState({ data: null, error: null });
   const [n, setN] = useState(0);
   useEffect(() => {
     let stopped = false;
+    let first = true;
     let timer;
     const run = async () => {
-      if (!document.hidden || n === 0) {
+      if (first || !document.hidden) {
+        first = false;
         try {
           const data = await load();
           if (!stopped) setState({ data, error: null });
@@ -236,7 +238,12 @@ function ConfirmDialog({ req, close }) {
   const [error, setError] = useState(null);
   const { notify } = useContext(UI);
   const ok = useRef(null);
-  useEffect(() => ok.current && ok.current.focus(), []);
+  useEffect(() => {
+    ok.current.focus();
+    const esc = (e) => e.key === 'Escape' && close();
+    addEventListener('keydown', esc);
+    return () => removeEventListener('keydown', esc);
+  }, []);
   async function go() {
     setBusy(true);
     try {
@@ -383,7 +390,7 @@ function Queues() {
   <div class="table-wrap"><table data-test="queues-table">
     <thead><tr><${Th} col="name">Queue<//><${Th} col="namespace">Namespace<//><${Th} col="task">Task<//>
       <${Th} col="partitions" num>Partitions<//><${Th} col="total" num>Messages<//><${Th} col="pending" num>Pending<//>
-      <${Th} col="processing" num>Processing<//><${Th} col="groups" num>Groups<//><${Th} col="lag" num>Max lag<//>
+      <${Th} col="processing" num>Processing<//><${Th} col="groups" num>Groups<//><${Th} col="lag" num>Max group lag<//>
       <${Th} col="timeLag" num>Oldest waiting<//></tr></thead>
     <tbody>${sorted.map((q) => html`<tr key=${q.id} data-queue=${q.name}>
       <td>${queueLink(q.name)}</td><td>${q.namespace}</td><td>${q.task}</td>
@@ -400,7 +407,7 @@ function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
-function QueueAdmin({ queue, groups, after }) {
+function QueueAdmin({ queue, groups, maintenance, after }) {
   const { ask } = useContext(UI);
   const [group, setGroup] = useState(groups[0] || '');
   const [when, setWhen] = useState(() => localInput(new Date(Date.now() - 3600e3)));
@@ -412,7 +419,7 @@ function QueueAdmin({ queue, groups, after }) {
       title: `Seek ${group} on ${queue}?`,
       body: toEnd
         ? `Every cursor of ${group} on ${queue} moves to its partition's head: what is not consumed yet is skipped.`
-        : `Every cursor of ${group} on ${queue} moves back to ${new Date(when).toString()}: the group receives again what was written since.`,
+        : `Every cursor of ${group} on ${queue} moves back to ${new Date(when).toLocaleString()}: the group receives again what was written since.`,
       confirm: 'Seek',
       run: () => api(`/api/v1/consumer-groups/${enc(group)}/queues/${enc(queue)}/seek`, {
         method: 'POST', body: toEnd ? { toEnd: true } : { timestamp: new Date(when).toISOString() } }),
@@ -438,6 +445,8 @@ function QueueAdmin({ queue, groups, after }) {
         })}>Delete group</button>
     </div>
     <div class="admin-row">
+      <span class="muted">Pops on every queue: ${maintenance.popMaintenanceMode ? 'paused' : 'served'}</span>
+      <${MaintenanceSwitch} on=${maintenance.popMaintenanceMode} after=${after} />
       <button type="button" class="danger" data-test="admin-clear"
         onClick=${() => ask({
           title: `Clear ${queue}?`,
@@ -508,11 +517,12 @@ function Queue({ name }) {
   const { canAdmin } = useContext(UI);
   const samples = useRef([]);
   const [{ data, error }, reload] = usePoll(async () => {
-    const [res, status, allGroups, lag] = await Promise.all([
+    const [res, status, allGroups, lag, maintenance] = await Promise.all([
       api('/api/v1/resources/queues/' + enc(name)),
       api('/api/v1/status/queues/' + enc(name) + '?limit=1000'),
       api('/api/v1/consumer-groups?limit=10000'),
       api('/api/v1/analytics/queue-lag' + qs({ queue: name })),
+      canAdmin ? api('/api/v1/system/maintenance/pop') : null,
     ]);
     const groups = allGroups.filter((g) => g.queueName === name);
     const cursors = {};
@@ -524,10 +534,10 @@ function Queue({ name }) {
     );
     const now = Date.now() / 1000;
     samples.current = [...samples.current, { t: now, lags: Object.fromEntries(groups.map((g) => [g.name, g.totalLag])) }].slice(-LAG_SAMPLES);
-    return { res, status, groups, cursors, lag };
-  }, [name]);
+    return { res, status, groups, cursors, lag, maintenance };
+  }, [name, canAdmin]);
   if (!data) return html`<h1>${name}</h1><${Failure} error=${error} />${!error && html`<p class="muted">Loading…</p>`}`;
-  const { res, status, groups, cursors, lag } = data;
+  const { res, status, groups, cursors, lag, maintenance } = data;
   const groupNames = groups.map((g) => g.name);
   const oldest = Object.fromEntries(res.partitions.map((p) => [p.id, p.oldestMessage]));
   const lagData = [samples.current.map((s) => s.t), ...groupNames.map((g) => samples.current.map((s) => s.lags[g] ?? null))];
@@ -555,7 +565,7 @@ function Queue({ name }) {
     <${Chart} title="Queue lag, last hour (messages)" test="q-chart-lag" labels=${['messages behind', 'pending']}
       data=${seriesOf(lag.series, ['offsetLag', 'pending'])} />
   </section>`}
-  ${canAdmin && html`<${QueueAdmin} queue=${name} groups=${groupNames} after=${reload} />`}
+  ${maintenance && html`<${QueueAdmin} queue=${name} groups=${groupNames} maintenance=${maintenance} after=${reload} />`}
   <h2>Partitions</h2>
   <div class="table-wrap"><table data-test="q-partitions-table">
     <thead><tr><th>Partition</th><th class="num">Head</th><th>Oldest retained</th><th class="num">Pending</th>
@@ -744,7 +754,8 @@ function App() {
   return html`<${UI.Provider} value=${ui}>
     <header class="top">
       <a class="brand" href="#/">queengo</a>
-      <nav>${NAV.map(([p, label]) => html`<a href=${'#/' + p} class=${page === p || (!page && !p) ? 'active' : ''} data-nav=${p || 'overview'}>${label}</a>`)}</nav>
+      <nav>${NAV.map(([p, label]) => html`<a href=${'#/' + p} class=${(page || '') === p ? 'active' : ''}
+        aria-current=${(page || '') === p ? 'page' : undefined}>${label}</a>`)}</nav>
       <div class="session">
         <label class="live" title=${'Refresh every ' + REFRESH_MS / 1000 + ' s'}><input type="checkbox" checked=${live}
           onChange=${(e) => setLive(e.target.checked)} /> live</label>
