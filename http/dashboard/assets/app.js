@@ -51,8 +51,9 @@ async function api(path, { method = 'GET', body } = {}) {
     try { data = JSON.parse(text); } catch { data = null; }
   }
   if (!r.ok) {
-    if (r.status === 401) unauthorizedListeners.forEach((f) => f());
-    throw new APIError(r.status, (data && data.error) || `${r.status} ${r.statusText}`);
+    const err = new APIError(r.status, (data && data.error) || `${r.status} ${r.statusText}`);
+    if (r.status === 401) unauthorizedListeners.forEach((f) => f(err));
+    throw err;
   }
   return data;
 }
@@ -102,10 +103,10 @@ function seriesOf(points, fields) {
 // allowed, the confirmation dialog and the notices.
 const UI = createContext(null);
 
-// usePoll runs load now and then every `every` ms while live refresh is on,
+// usePoll runs load now and then every REFRESH_MS while live refresh is on,
 // skipping the reads while the tab is hidden, and keeps the last data
 // through a failed read. reload reads again at once.
-function usePoll(load, deps, every = REFRESH_MS) {
+function usePoll(load, deps) {
   const { live } = useContext(UI);
   const [state, setState] = useState({ data: null, error: null });
   const [n, setN] = useState(0);
@@ -123,7 +124,7 @@ function usePoll(load, deps, every = REFRESH_MS) {
           if (!stopped) setState((s) => ({ data: s.data, error: e }));
         }
       }
-      if (!stopped && live) timer = setTimeout(run, every);
+      if (!stopped && live) timer = setTimeout(run, REFRESH_MS);
     };
     run();
     return () => {
@@ -134,16 +135,16 @@ function usePoll(load, deps, every = REFRESH_MS) {
   return [state, useCallback(() => setN((x) => x + 1), [])];
 }
 
-// useSort sorts rows by a column the user picks; key(row, col) gives the
-// value compared.
-function useSort(rows, initial, dir = 1, key = (r, c) => r[c]) {
-  const [sort, setSort] = useState({ col: initial, dir });
+// useSort sorts rows by the column the user picks (a header click; again
+// to reverse), text columns ascending first, numbers descending first.
+function useSort(rows, initial) {
+  const [sort, setSort] = useState({ col: initial, dir: 1 });
   const sorted = useMemo(() => {
     if (!rows) return [];
     const out = [...rows];
     out.sort((a, b) => {
-      const x = key(a, sort.col);
-      const y = key(b, sort.col);
+      const x = a[sort.col];
+      const y = b[sort.col];
       if (x === y) return 0;
       if (x === null || x === undefined) return 1;
       if (y === null || y === undefined) return -1;
@@ -694,7 +695,8 @@ function TokenForm({ onToken, error }) {
 
 // access is what the broker told us about the token: 'checking', 'open'
 // (no authentication), 'admin', 'limited' (a token below admin), 'token'
-// (a token is needed) or 'unknown' (the broker did not answer). The admin-only maintenance route tells them apart.
+// (a token is needed) or 'unknown' (the broker did not answer). The
+// admin-only maintenance route tells them apart.
 async function probeAccess() {
   try {
     await api('/api/v1/system/maintenance/pop');
@@ -717,7 +719,9 @@ function App() {
   const check = useCallback(() => probeAccess().then(setAuth), []);
   useEffect(() => {
     check();
-    const f = () => setAuth((a) => (a.access === 'token' ? a : { access: 'token' }));
+    // A token that expires while the page is open: ask again, with the
+    // API's reason.
+    const f = (err) => setAuth((a) => (a.access === 'token' ? a : { access: 'token', error: token ? err : null }));
     unauthorizedListeners.add(f);
     return () => unauthorizedListeners.delete(f);
   }, []);
