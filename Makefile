@@ -34,9 +34,10 @@ run: ## Run the broker on PORT (default 6632), with PostgreSQL set up first
 # own and share the cores with PostgreSQL; two at once on a 2-core machine
 # pushed the long-poll and window tests past their margins.
 .PHONY: test
-test: ## Run all tests with -race; they get PostgreSQL in QUEENGO_TEST_DATABASE_URL
+test: ## Run all tests with -race; they get PostgreSQL in QUEENGO_TEST_DATABASE_URL, Chromium in QUEENGO_CHROMIUM
 	@QUEENGO_TEST_DATABASE_URL="$$(DATABASE_URL="$${QUEENGO_TEST_DATABASE_URL:-$${DATABASE_URL:-}}" $(ENSURE_PG))"; \
 	export QUEENGO_TEST_DATABASE_URL; \
+	QUEENGO_CHROMIUM="$$(bash .ci/ensure-chromium.sh)"; export QUEENGO_CHROMIUM; \
 	echo "make test: QUEENGO_TEST_DATABASE_URL=$$QUEENGO_TEST_DATABASE_URL"; \
 	echo "make test: go test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) $(PKG)"; \
 	go test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) $(PKG)

@@ -24,6 +24,8 @@ import (
 // data, as a queue delete (ADM) does; the partitions list reads, as the
 // other resource lists (RO) do.
 var specLevels = map[string]level{
+	"GET /":                         levelPublic,
+	"GET /assets/{filepath:*}":      levelPublic,
 	"GET /health":                   levelPublic,
 	"GET /metrics":                  levelPublic,
 	"GET /metrics/prometheus":       levelPublic,
