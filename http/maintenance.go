@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 
 	"github.com/valyala/fasthttp"
@@ -28,20 +29,25 @@ func (s *Server) maintenanceRoutes() []route {
 	}
 }
 
-// handleGetMaintenance reports both switches, the push one read fresh from
-// the database, and this process's buffer in the reference server's shape.
+// handleGetMaintenance reports both switches, read fresh from the database,
+// and this process's buffer in the reference server's shape. While the
+// database is unreachable it reports the switches as this process last read
+// them: the buffer's state matters most then.
 func (s *Server) handleGetMaintenance(ctx *fasthttp.RequestCtx) {
-	push, err := s.broker.PushMaintenance(ctx)
-	if err != nil {
-		s.writeFailure(ctx, failure(err), err)
-		return
-	}
-	pop, err := s.broker.PopMaintenance(ctx)
-	if err != nil {
-		s.writeFailure(ctx, failure(err), err)
-		return
-	}
 	st := s.broker.BufferStats()
+	push, err := s.broker.PushMaintenance(ctx)
+	var pop bool
+	if err == nil {
+		pop, err = s.broker.PopMaintenance(ctx)
+	}
+	switch {
+	case err == nil:
+	case !st.DBHealthy || errors.Is(err, queengo.ErrUnavailable) || errors.Is(err, queengo.ErrPool) || errors.Is(err, queengo.ErrTimeout):
+		push, pop = s.broker.PushMaintenanceOn(), s.broker.PopMaintenanceOn()
+	default:
+		s.writeFailure(ctx, failure(err), err)
+		return
+	}
 	s.writeJSONValue(ctx, map[string]any{
 		"maintenanceMode":    push,
 		"popMaintenanceMode": pop,
