@@ -42,6 +42,10 @@ const (
 	BufferFlushIntervalDefault = 50 * time.Millisecond
 )
 
+// replayErrorLogEvery spaces the log lines of a replay that keeps failing
+// (it is retried every tick).
+const replayErrorLogEvery = 10 * time.Second
+
 // PushSwitch stores the push maintenance switch for every broker process on
 // the database; *pg.Store is one.
 type PushSwitch interface {
@@ -159,6 +163,8 @@ type pushBuffer struct {
 	head     *filebuffer.File
 	headRecs [][]byte
 	headDone atomic.Int64
+	// errLogged is when the loop last logged a failed replay.
+	errLogged time.Time
 
 	kick chan struct{}
 	stop chan struct{}
@@ -332,7 +338,8 @@ func (p *pushBuffer) step() {
 		if databaseDown(err) && !errors.Is(err, queengo.ErrClosed) && !p.dbDown.Swap(true) {
 			p.failovers.Add(1)
 			p.log.Warn("file buffer: PostgreSQL unreachable during replay; will retry", "err", err)
-		} else if !databaseDown(err) {
+		} else if !databaseDown(err) && time.Since(p.errLogged) >= replayErrorLogEvery {
+			p.errLogged = time.Now()
 			p.log.Error("file buffer: replay failed; will retry", "err", err)
 		}
 		return
