@@ -33,12 +33,16 @@ import (
 
 // Defaults of BufferConfig.
 const (
-	// BufferMaxBatchDefault caps the records of one replay commit: about
-	// the size of the segments a busy push load commits (docs/benchmarks.md).
-	BufferMaxBatchDefault = 1000
+	// BufferMaxBatchDefault caps the records of one replay commit. With
+	// the default tick the cap is 40,000 msg/s, above the 26,000 msg/s one
+	// replay commit at a time reached uncapped on the 2-core bench box
+	// (docs/benchmarks.md): by default replay runs as fast as PostgreSQL
+	// commits it, because new pushes queue behind a pending buffer and a
+	// slow replay would keep it from draining under load. Lower it (or
+	// raise the tick) to leave PostgreSQL room for live work instead.
+	BufferMaxBatchDefault = 2000
 	// BufferFlushIntervalDefault is the replay loop's tick: one batch per
-	// tick at most, so replay stores at most MaxBatch records per tick
-	// (20,000 msg/s by default) and leaves PostgreSQL room for live work.
+	// tick at most, and how often an unreachable database is probed.
 	BufferFlushIntervalDefault = 50 * time.Millisecond
 )
 

@@ -17,7 +17,7 @@ func TestConfig_FileBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.FileBufferDir != "" || cfg.FileBuffer.EventsPerFile != 10_000 || cfg.FileBuffer.FileBytes != 64<<20 ||
-		cfg.FileBuffer.MaxBytes != 1<<30 || cfg.FileBufferMaxBatch != 1000 || cfg.FileBufferFlush != 50*time.Millisecond {
+		cfg.FileBuffer.MaxBytes != 1<<30 || cfg.FileBufferMaxBatch != 2000 || cfg.FileBufferFlush != 50*time.Millisecond {
 		t.Fatalf("defaults %q %+v %d %v", cfg.FileBufferDir, cfg.FileBuffer, cfg.FileBufferMaxBatch, cfg.FileBufferFlush)
 	}
 	if f, err := openFileBuffer(cfg); f != nil || err != nil {
