@@ -157,6 +157,10 @@ type pushBuffer struct {
 	active atomic.Bool
 	maint  atomic.Bool
 	dbDown atomic.Bool
+	// switchedAt is when this process last switched push maintenance
+	// (unix ns): a refresh read that started before it may have read the
+	// switch's previous value, and is ignored.
+	switchedAt atomic.Int64
 	// gate orders diversions against the replay loop turning active off:
 	// a push appends under the read lock, so once the loop holds the write
 	// lock and sees nothing pending, no record can land behind its check.
@@ -305,7 +309,7 @@ func (p *pushBuffer) run() {
 			ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 			on, err := p.sw.PushMaintenance(ctx)
 			cancel()
-			if err == nil {
+			if err == nil && lastRead.UnixNano() > p.switchedAt.Load() {
 				p.setMaintenance(on)
 			}
 		}

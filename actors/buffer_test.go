@@ -41,10 +41,18 @@ func (s *bufferStore) stored(p uuid.UUID) []string {
 	return append([]string(nil), s.order[p]...)
 }
 
-// memSwitch is push maintenance held in memory.
-type memSwitch struct{ on atomic.Bool }
+// memSwitch is push maintenance held in memory. A read answers the value
+// it found delay after finding it, as a statement in flight does.
+type memSwitch struct {
+	on    atomic.Bool
+	delay atomic.Int64 // ns
+}
 
-func (m *memSwitch) PushMaintenance(context.Context) (bool, error) { return m.on.Load(), nil }
+func (m *memSwitch) PushMaintenance(context.Context) (bool, error) {
+	v := m.on.Load()
+	time.Sleep(time.Duration(m.delay.Load()))
+	return v, nil
+}
 func (m *memSwitch) SetPushMaintenance(_ context.Context, on bool) error {
 	m.on.Store(on)
 	return nil
@@ -313,3 +321,30 @@ func FuzzDecodeItem(f *testing.F) {
 
 // filebufferOptions are small files, so the tests cross rotations.
 func filebufferOptions() filebuffer.Options { return filebuffer.Options{EventsPerFile: 2} }
+
+// A switch made here is not undone by a refresh read that started before
+// it (and read the previous value).
+func TestPushBuffer_StaleRefreshDoesNotUndoASwitch(t *testing.T) {
+	t.Parallel()
+	bb := setupBuffer(t, true)
+	// Reads take 15 ms of the refresh's 20 ms: most switches below meet a
+	// read in flight that found the previous value.
+	bb.sw.delay.Store(int64(15 * time.Millisecond))
+	ctx := context.Background()
+	for range 10 {
+		if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		// A stale read applied would have turned maintenance, and the
+		// empty buffer, off by now, until the next read (15-35 ms after
+		// the switch) brought it back.
+		time.Sleep(18 * time.Millisecond)
+		if got := statuses(bb.push(t, "S", uuid.NewString())); got != "buffered " {
+			t.Fatalf("push 18 ms after the switch: %s, want buffered", got)
+		}
+		if err := bb.b.SetPushMaintenance(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		bb.drained(t)
+	}
+}

@@ -121,6 +121,7 @@ func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) error {
 	if err := b.buf.sw.SetPushMaintenance(ctx, on); err != nil {
 		return err
 	}
+	b.buf.switchedAt.Store(time.Now().UnixNano())
 	b.buf.setMaintenance(on)
 	return nil
 }
