@@ -19,6 +19,7 @@
 package filebuffer
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -169,18 +170,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		l.files = append(l.files, f)
 	}
-	slices.SortFunc(l.files, func(a, b File) int { return compareSeq(a.Seq, b.Seq) })
+	slices.SortFunc(l.files, func(a, b File) int { return cmp.Compare(a.Seq, b.Seq) })
 	return l, nil
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (l *Log) path(seq uint64) string {
