@@ -97,6 +97,9 @@ type Config struct {
 	// lookup, the background reads. Past it the operation fails with
 	// queengo.ErrTimeout. Zero means queengo.DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Buffer is the push buffer (buffer.go): push maintenance and the
+	// file buffer pushes go to when PostgreSQL cannot take them.
+	Buffer BufferConfig
 }
 
 // Broker is the entry point of the actor tree.
@@ -115,6 +118,7 @@ type Broker struct {
 	stopCross      context.CancelFunc
 	acks           *ackCoalescer
 	stats          *brokerStats
+	buf            *pushBuffer
 }
 
 // New starts the actor system and the registry.
@@ -160,6 +164,8 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}
 	b.stats = newBrokerStats(cfg.Store, d.clock, cfg.RequestTimeout)
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
+	b.buf = newPushBuffer(b, cfg.Buffer)
+	go b.buf.run()
 	go b.refreshMaintenance()
 	if b.cross != nil {
 		var ctx context.Context
@@ -177,6 +183,7 @@ func (b *Broker) Close() {
 	}
 	close(b.stopRefresh)
 	<-b.refreshDone
+	b.buf.close()
 	if b.stopCross != nil {
 		b.stopCross()
 	}
@@ -261,7 +268,32 @@ func (b *Broker) queuePID(name string) *actor.PID { return b.queueHandle(name).p
 // Some of the items may then have been stored, or be stored later by a
 // commit still in flight: sending the request again with the same
 // transaction ids stores each item once (the others become duplicates).
+//
+// With a file buffer (Config.Buffer) such a push is written to the buffer
+// instead and every item answers queengo.PushBuffered, as does every push
+// while the buffer is active (buffer.go); a full buffer fails the push with
+// queengo.ErrBufferFull, a failed write with queengo.ErrBufferWrite.
 func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
+	if b.closing.Load() {
+		return nil, queengo.ErrClosed
+	}
+	if b.buf.active.Load() {
+		if res, done, err := b.buf.divert(items); done {
+			return res, err
+		}
+	}
+	res, err := b.pushDirect(ctx, items)
+	if err != nil {
+		if res, done, berr := b.buf.failover(items, err); done {
+			return res, berr
+		}
+	}
+	return res, err
+}
+
+// pushDirect is Push to PostgreSQL, without the buffer: the live path, and
+// the replay of buffered records.
+func (b *Broker) pushDirect(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
 	if b.closing.Load() {
 		return nil, queengo.ErrClosed
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,3 +101,34 @@ func (b *Broker) Health(ctx context.Context) error { return b.cfg.Store.Ping(ctx
 
 // PoolStats reports the database pool's (total, idle, acquired) connections.
 func (b *Broker) PoolStats() (total, idle, acquired int32) { return b.cfg.Store.PoolStats() }
+
+// PushMaintenance reads the push maintenance switch as stored (D11): while
+// it is on, every broker process writes pushes to its file buffer.
+func (b *Broker) PushMaintenance(ctx context.Context) (bool, error) {
+	if b.buf.sw == nil {
+		return false, nil
+	}
+	return b.buf.sw.PushMaintenance(ctx)
+}
+
+// SetPushMaintenance switches push maintenance for every broker process on
+// the database; here it applies at once, elsewhere at their next refresh.
+// Switched off, each process replays its buffer into PostgreSQL, in order.
+func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) error {
+	if b.buf.sw == nil {
+		return fmt.Errorf("%w: push maintenance is not available", queengo.ErrNoBuffer)
+	}
+	if err := b.buf.sw.SetPushMaintenance(ctx, on); err != nil {
+		return err
+	}
+	b.buf.switchedAt.Store(time.Now().UnixNano())
+	b.buf.setMaintenance(on)
+	return nil
+}
+
+// BufferStats reports this process's file buffer.
+func (b *Broker) BufferStats() queengo.BufferStats { return b.buf.stats() }
+
+// PushMaintenanceOn is the push maintenance switch as this process applies
+// it (re-read every MaintenanceRefresh).
+func (b *Broker) PushMaintenanceOn() bool { return b.buf.maint.Load() }

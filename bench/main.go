@@ -12,7 +12,7 @@
 //	go run ./bench <scenario> [flags]
 //
 // Scenarios: push, consume, e2e, wake, idle, compare, storage, admin,
-// retention, and chart (which draws an SVG from the JSON results). Every
+// retention, buffer, and chart (which draws an SVG from the JSON results). Every
 // scenario prints one line
 // per --interval while it runs and a summary table at the end, also when
 // interrupted with Ctrl-C; --json and --md write the results to files.
@@ -56,6 +56,7 @@ func init() {
 		{"chart", "draw throughput against messages per request from JSON results (SVG)", cmdChart},
 		{"admin", "seed queues, partitions, groups and messages, then time every status and admin GET route", cmdAdmin},
 		{"retention", "push and pop on a live queue, alone and while retention deletes a big backlog", cmdRetention},
+		{"buffer", "push into the file buffer under push maintenance, then time its replay (issue 13)", cmdBuffer},
 	}
 }
 

@@ -44,6 +44,8 @@ var specLevels = map[string]level{
 	"GET /api/v1/messages/{partitionId}/{transactionId}": levelReadOnly,
 	"POST /api/v1/consumer-groups/{group}/subscription":  levelReadWrite,
 	"DELETE /api/v1/resources/queues/{queue}":            levelAdmin,
+	"GET /api/v1/system/maintenance":                     levelAdmin,
+	"POST /api/v1/system/maintenance":                    levelAdmin,
 	"GET /api/v1/system/maintenance/pop":                 levelAdmin,
 	"POST /api/v1/system/maintenance/pop":                levelAdmin,
 

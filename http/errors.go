@@ -237,6 +237,12 @@ var (
 	// A write whose queue turned encryptionEnabled on under it, twice in a
 	// row: sending it again applies the new settings.
 	errQueueChanged = apiError{fasthttp.StatusConflict, "queue_changed", "queue settings changed during the write: send it again"}
+	// The file buffer (issue 13): full (FILE_BUFFER_MAX_BYTES), a failed
+	// write (the reference server's text), or push maintenance on a broker
+	// without FILE_BUFFER_DIR. Nothing of the push was acknowledged.
+	errBufferFull  = apiError{fasthttp.StatusServiceUnavailable, "file_buffer_full", "file buffer is full"}
+	errBufferWrite = apiError{fasthttp.StatusInternalServerError, "file_buffer_write_failed", "File buffer write failed"}
+	errNoBuffer    = apiError{fasthttp.StatusServiceUnavailable, "file_buffer_missing", "push maintenance is on and this broker has no file buffer (FILE_BUFFER_DIR)"}
 )
 
 // The router's and the HTTP server's own errors, met before a handler runs.
@@ -277,6 +283,9 @@ var typedErrors = []struct {
 	{queengo.ErrEncryptionUnavailable, errEncryptionUnavailable, errPopFailed},
 	{queengo.ErrEncryptionKeyUnknown, errEncryptionKeyUnknown, errPopEncryptionKeyUnknown},
 	{queengo.ErrQueueChanged, errQueueChanged, errPopFailed},
+	{queengo.ErrBufferFull, errBufferFull, errPopFailed},
+	{queengo.ErrBufferWrite, errBufferWrite, errPopFailed},
+	{queengo.ErrNoBuffer, errNoBuffer, errPopFailed},
 }
 
 // failure is the answer to err, a failure the broker reported, on every

@@ -120,10 +120,13 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 	w.sample("queen_db_pool_idle", float64(idle))
 	w.family("queen_db_pool_active", "gauge", "Connections of the database pool in use.")
 	w.sample("queen_db_pool_active", float64(acquired))
-	// queengo has no push maintenance mode (writes are never buffered):
-	// the family is 0, so Queen's alerts on it stay quiet.
-	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is on; queengo has none.")
-	w.sample("queen_maintenance_mode_enabled", 0)
+	buffer := s.broker.BufferStats()
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is on in this process (pushes go to the file buffer).")
+	w.sample("queen_maintenance_mode_enabled", boolFloat(s.broker.PushMaintenanceOn()))
+	w.family("queen_file_buffer_pending", "gauge", "Records in this process's file buffer not yet stored in PostgreSQL.")
+	w.sample("queen_file_buffer_pending", float64(buffer.Pending))
+	w.family("queen_file_buffer_failed", "gauge", "Records the file buffer's replay could not store (kept in failed/).")
+	w.sample("queen_file_buffer_failed", float64(buffer.Failed))
 	w.family("queen_pop_maintenance_mode_enabled", "gauge", "1 when pop maintenance mode is on in this process.")
 	w.sample("queen_pop_maintenance_mode_enabled", boolFloat(s.broker.PopMaintenanceOn()))
 

@@ -317,12 +317,22 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		case queengo.PushFailed:
 			pushFailed.Inc()
 		}
-		if r.Status == queengo.PushFailed {
+		switch {
+		case r.Status == queengo.PushBuffered:
+			// Queen's buffered item, plus the transaction id the broker
+			// assigned (the replay stores the item under it).
+			buf = append(buf, `,"queue":`...)
+			buf = appendString(buf, items[i].Queue)
+			buf = append(buf, `,"partition":`...)
+			buf = appendString(buf, items[i].Partition)
+			buf = append(buf, `,"transactionId":`...)
+			buf = appendString(buf, r.TransactionID)
+		case r.Status == queengo.PushFailed:
 			failed++
 			allFull = allFull && errors.Is(r.Err, queengo.ErrQueueFull)
 			buf = append(buf, `,"error":`...)
 			buf = appendString(buf, failure(r.Err).Message)
-		} else {
+		default:
 			buf = append(buf, `,"message_id":`...)
 			buf = appendUUID(buf, r.MessageID)
 			buf = append(buf, `,"partition_id":`...)

@@ -28,6 +28,7 @@ type Broker interface {
 	ResourceAdmin
 	StatusAdmin
 	TraceAdmin
+	MaintenanceAdmin
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)

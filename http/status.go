@@ -437,7 +437,9 @@ func (s *Server) handleStatusBuffers(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(ctx, healthTimeout)
 	err := s.broker.Health(c)
 	cancel()
-	// queengo has no push buffer (writes go straight to the database):
-	// nothing is ever pending in one or failed out of one.
-	s.writeJSONValue(ctx, map[string]any{"pending": 0, "failed": 0, "dbHealthy": err == nil, "worker": 0})
+	// pending and failed are this process's file buffer (issue 13); one
+	// worker, so no note.
+	st := s.broker.BufferStats()
+	s.writeJSONValue(ctx, map[string]any{"pending": st.Pending, "failed": st.Failed, "dbHealthy": err == nil, "worker": 0,
+		"bufferEnabled": st.Enabled, "bufferActive": st.Active, "bufferHealthy": st.Healthy})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/actors"
+	"github.com/queengo/queengo/actors/filebuffer"
 	qhttp "github.com/queengo/queengo/http"
 )
 
@@ -60,6 +61,15 @@ const (
 	// says why) and keeps 7 days of samples.
 	MetricsSampleIntervalDefault = actors.SampleIntervalDefault
 	MetricsRetentionDaysDefault  = 7
+	// FileBufferEventsPerFileDefault, FileBufferFileBytesDefault,
+	// FileBufferMaxBytesDefault, FileBufferMaxBatchDefault and
+	// FileBufferFlushDefault: the push buffer's (actors/filebuffer and
+	// actors/buffer.go say why).
+	FileBufferEventsPerFileDefault = filebuffer.EventsPerFileDefault
+	FileBufferFileBytesDefault     = filebuffer.FileBytesDefault
+	FileBufferMaxBytesDefault      = filebuffer.MaxBytesDefault
+	FileBufferMaxBatchDefault      = actors.BufferMaxBatchDefault
+	FileBufferFlushDefault         = actors.BufferFlushIntervalDefault
 )
 
 // Config is everything the broker process is started with.
@@ -110,6 +120,16 @@ type Config struct {
 	// only open payloads sealed before a key rotation.
 	EncryptionKey      []byte
 	EncryptionReadKeys [][]byte
+	// FileBufferDir (FILE_BUFFER_DIR) is the push buffer's directory;
+	// empty: no buffer, pushes fail while PostgreSQL is unreachable and
+	// answer 503 under push maintenance. FileBuffer sizes its files
+	// (FILE_BUFFER_EVENTS_PER_FILE, FILE_BUFFER_FILE_BYTES) and caps it
+	// (FILE_BUFFER_MAX_BYTES); FileBufferMaxBatch and FileBufferFlush bound
+	// the replay (FILE_BUFFER_MAX_BATCH records per FILE_BUFFER_FLUSH_MS).
+	FileBufferDir      string
+	FileBuffer         filebuffer.Options
+	FileBufferMaxBatch int
+	FileBufferFlush    time.Duration
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -133,6 +153,9 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		RetentionInterval: RetentionIntervalDefault, EvictionInterval: EvictionIntervalDefault,
 		RetentionBatchSize: RetentionBatchSizeDefault, PartitionCleanupDays: PartitionCleanupDaysDefault,
 		MetricsSampleInterval: MetricsSampleIntervalDefault, MetricsRetentionDays: MetricsRetentionDaysDefault,
+		FileBuffer: filebuffer.Options{EventsPerFile: FileBufferEventsPerFileDefault, FileBytes: FileBufferFileBytesDefault,
+			MaxBytes: FileBufferMaxBytesDefault},
+		FileBufferMaxBatch: FileBufferMaxBatchDefault, FileBufferFlush: FileBufferFlushDefault,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -170,6 +193,12 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.int("PARTITION_CLEANUP_DAYS", &c.PartitionCleanupDays)
 	e.millis("METRICS_SAMPLE_INTERVAL_MS", &c.MetricsSampleInterval)
 	e.int("METRICS_RETENTION_DAYS", &c.MetricsRetentionDays)
+	c.FileBufferDir = strings.TrimSpace(getenv("FILE_BUFFER_DIR"))
+	e.int("FILE_BUFFER_EVENTS_PER_FILE", &c.FileBuffer.EventsPerFile)
+	e.int64("FILE_BUFFER_FILE_BYTES", &c.FileBuffer.FileBytes)
+	e.int64("FILE_BUFFER_MAX_BYTES", &c.FileBuffer.MaxBytes)
+	e.int("FILE_BUFFER_MAX_BATCH", &c.FileBufferMaxBatch)
+	e.millis("FILE_BUFFER_FLUSH_MS", &c.FileBufferFlush)
 	loadEncryption(&e, c)
 	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
@@ -196,6 +225,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "bound of reading a request's headers and body, and of a new connection's silence (env HTTP_READ_TIMEOUT_MS)")
 	fs.DurationVar(&c.MetricsSampleInterval, "metrics-sample-interval", c.MetricsSampleInterval, "how often the metrics collector samples (env METRICS_SAMPLE_INTERVAL_MS)")
 	fs.IntVar(&c.MetricsRetentionDays, "metrics-retention-days", c.MetricsRetentionDays, "days of metrics samples kept (env METRICS_RETENTION_DAYS)")
+	fs.StringVar(&c.FileBufferDir, "file-buffer-dir", c.FileBufferDir, "push buffer directory; empty: no buffer (env FILE_BUFFER_DIR)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (env PPROF_ADDR)")
 	level := fs.String("log-level", strings.ToLower(c.LogLevel.String()), "trace (same as debug), debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -249,6 +279,16 @@ func (c *Config) validate() error {
 		return &configError{"METRICS_SAMPLE_INTERVAL_MS", c.MetricsSampleInterval.String(), "want 100 to 300000 (milliseconds)"}
 	case c.MetricsRetentionDays < 1:
 		return &configError{"METRICS_RETENTION_DAYS", strconv.Itoa(c.MetricsRetentionDays), "want at least 1"}
+	case c.FileBuffer.EventsPerFile < 1:
+		return &configError{"FILE_BUFFER_EVENTS_PER_FILE", strconv.Itoa(c.FileBuffer.EventsPerFile), "want at least 1"}
+	case c.FileBuffer.FileBytes < 1:
+		return &configError{"FILE_BUFFER_FILE_BYTES", strconv.FormatInt(c.FileBuffer.FileBytes, 10), "want at least 1"}
+	case c.FileBuffer.MaxBytes < c.FileBuffer.FileBytes:
+		return &configError{"FILE_BUFFER_MAX_BYTES", strconv.FormatInt(c.FileBuffer.MaxBytes, 10), "must not be less than FILE_BUFFER_FILE_BYTES"}
+	case c.FileBufferMaxBatch < 1:
+		return &configError{"FILE_BUFFER_MAX_BATCH", strconv.Itoa(c.FileBufferMaxBatch), "want at least 1"}
+	case c.FileBufferFlush <= 0:
+		return &configError{"FILE_BUFFER_FLUSH_MS", c.FileBufferFlush.String(), "want more than 0 (milliseconds)"}
 	case c.DatabaseURL == "":
 		return &configError{"DATABASE_URL", "", "required"}
 	}
@@ -352,6 +392,19 @@ func (e *envReader) int(name string, dst *int) {
 	*dst = n
 }
 
+func (e *envReader) int64(name string, dst *int64) {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		return
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		e.fail(name, v, "not an integer")
+		return
+	}
+	*dst = n
+}
+
 func (e *envReader) millis(name string, dst *time.Duration) {
 	v := strings.TrimSpace(e.get(name))
 	if v == "" {
@@ -376,4 +429,18 @@ func (e *envReader) float(name string, dst *float64) {
 		return
 	}
 	*dst = f
+}
+
+// openFileBuffer opens the push buffer directory, or returns nil without
+// FILE_BUFFER_DIR. Its files are closed with the process: every record it
+// acknowledged is already fsynced.
+func openFileBuffer(c *Config) (*actors.FileBuffer, error) {
+	if c.FileBufferDir == "" {
+		return nil, nil
+	}
+	f, err := actors.OpenFileBuffer(c.FileBufferDir, c.FileBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("error opening FILE_BUFFER_DIR: %w", err)
+	}
+	return f, nil
 }

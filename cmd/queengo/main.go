@@ -87,10 +87,15 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		}
 		defer auth.Close()
 	}
+	files, err := openFileBuffer(cfg)
+	if err != nil {
+		return err
+	}
 	broker := actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
-	}, RequestTimeout: cfg.RequestTimeout})
+	}, RequestTimeout: cfg.RequestTimeout, Buffer: actors.BufferConfig{Files: files, Switch: store,
+		MaxBatch: cfg.FileBufferMaxBatch, FlushInterval: cfg.FileBufferFlush}})
 	// Retention, eviction and partition cleanup (D9), on a connection of
 	// their own outside the pool; stopped before the store closes.
 	retention := actors.NewRetention(actors.RetentionConfig{Interval: cfg.RetentionInterval,

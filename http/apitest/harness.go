@@ -250,6 +250,13 @@ func (s *Server) Stop() {
 	}
 }
 
+// Kill sends SIGKILL (a crash: nothing is flushed or closed) and waits for
+// the process to exit.
+func (s *Server) Kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
 // Exited reports whether the process has exited, and its exit code.
 func (s *Server) Exited() (bool, int) {
 	select {

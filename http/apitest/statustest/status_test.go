@@ -259,8 +259,9 @@ func TestStatusAnalytics_DataPointsFromSamples(t *testing.T) {
 	})
 }
 
-// GET /status/buffers: queengo has no push buffer, so nothing is pending or
-// failed in one; dbHealthy is a real ping.
+// GET /status/buffers: a broker without FILE_BUFFER_DIR has no push buffer,
+// so nothing is pending or failed in one; dbHealthy is a real ping (the
+// buffer itself: package buffertest).
 func TestStatusBuffers_NoBufferAndHealthyDatabase(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
