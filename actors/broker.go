@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -111,6 +112,8 @@ type Broker struct {
 	dir      directory // the live queue and scope actors
 
 	popMaintenance atomic.Bool
+	popSwitch      sync.Mutex // orders a switch with the refresh's store
+	popSwitchedAt  time.Time  // this process's last SetPopMaintenance; guarded by popSwitch
 	closing        atomic.Bool
 	stopRefresh    chan struct{}
 	refreshDone    chan struct{}
@@ -201,8 +204,15 @@ func (b *Broker) refreshMaintenance() {
 	defer t.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
+		// A read that started before this process switched the flag may
+		// return the old value: it must not undo the switch.
+		start := time.Now()
 		if on, err := b.cfg.Store.PopMaintenance(ctx); err == nil {
-			b.popMaintenance.Store(on)
+			b.popSwitch.Lock()
+			if start.After(b.popSwitchedAt) {
+				b.popMaintenance.Store(on)
+			}
+			b.popSwitch.Unlock()
 		}
 		cancel()
 		select {

@@ -67,7 +67,10 @@ func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
 	if err := b.cfg.Store.SetPopMaintenance(ctx, on); err != nil {
 		return err
 	}
+	b.popSwitch.Lock()
+	b.popSwitchedAt = time.Now()
 	b.popMaintenance.Store(on)
+	b.popSwitch.Unlock()
 	return nil
 }
 

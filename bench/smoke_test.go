@@ -68,7 +68,7 @@ func startSmokeBroker(t *testing.T) *smokeBroker {
 	b := &smokeBroker{url: fmt.Sprintf("http://127.0.0.1:%d", port), dbURL: u.String(), log: &bytes.Buffer{}}
 	b.cmd = exec.Command(bin)
 	b.cmd.Env = append(os.Environ(), "DATABASE_URL="+b.dbURL, fmt.Sprintf("PORT=%d", port),
-		"DB_POOL_SIZE=8", "LOG_LEVEL=warn")
+		"DB_POOL_SIZE=8", "LOG_LEVEL=warn", "FILE_BUFFER_DIR=off")
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("error starting the broker: %v", err)

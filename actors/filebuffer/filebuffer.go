@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -66,6 +67,10 @@ var (
 	ErrClosed = errors.New("file buffer is closed")
 	// ErrTooLarge: a record is larger than MaxRecord.
 	ErrTooLarge = errors.New("file buffer record too large")
+	// ErrInUse: another process holds the directory. Two processes
+	// replaying and deleting the same files would each see the other's
+	// records as their own.
+	ErrInUse = errors.New("file buffer directory is in use by another process")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -108,6 +113,7 @@ type Stats struct {
 type Log struct {
 	dir  string
 	opts Options
+	lock *os.File // holds the flock on LockName while the log is open
 
 	wmu sync.Mutex // held by the one writer, and by Seal; taken before mu
 
@@ -144,11 +150,45 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("error creating the file buffer directory: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l, err := open(dir, opts, lock)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// LockName is the file of a buffer directory that the process holding the
+// directory keeps an exclusive flock on; the kernel drops it when the
+// process dies, so a crash leaves nothing to clean up.
+const LockName = "LOCK"
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockName), os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("error opening the file buffer lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrInUse, dir)
+		}
+		return nil, fmt.Errorf("error locking the file buffer directory: %w", err)
+	}
+	return f, nil
+}
+
+// open reads the locked directory dir.
+func open(dir string, opts Options, lock *os.File) (*Log, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("error listing the file buffer directory: %w", err)
 	}
-	l := &Log{dir: dir, opts: opts, nextSeq: 1}
+	l := &Log{dir: dir, opts: opts, lock: lock, nextSeq: 1}
 	for _, e := range entries {
 		seq, ok := parseName(e.Name())
 		if !ok || !e.Type().IsRegular() {
@@ -517,12 +557,15 @@ func (l *Log) Stats() Stats {
 	return s
 }
 
-// Close ends the current file; later Appends fail with ErrClosed. Every
-// acknowledged record is already durable.
+// Close ends the current file and releases the directory; later Appends
+// fail with ErrClosed. Every acknowledged record is already durable.
 func (l *Log) Close() error {
 	l.Seal()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
 	l.closed = true
-	return nil
+	return l.lock.Close()
 }

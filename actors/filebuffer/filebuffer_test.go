@@ -335,3 +335,16 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// One process at a time holds a directory: a second Open fails with
+// ErrInUse until the first log is closed.
+func TestLog_DirectoryHeldByOneLogAtATime(t *testing.T) {
+	b := setup(t, Options{})
+	if _, err := Open(b.dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Open: %v, want ErrInUse", err)
+	}
+	b.reopen(t, Options{})
+	if err := b.log.Append([][]byte{[]byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+}

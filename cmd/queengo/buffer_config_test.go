@@ -2,12 +2,13 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestConfig_FileBuffer: FILE_BUFFER_DIR (off by default) and the
+// TestConfig_FileBuffer: FILE_BUFFER_DIR (empty: the default directory; off: none) and the
 // FILE_BUFFER_* sizes and replay bounds, with their defaults; a value out of
 // range is an error naming its variable.
 func TestConfig_FileBuffer(t *testing.T) {
@@ -20,8 +21,12 @@ func TestConfig_FileBuffer(t *testing.T) {
 		cfg.FileBuffer.MaxBytes != 1<<30 || cfg.FileBufferMaxBatch != 2000 || cfg.FileBufferFlush != 50*time.Millisecond {
 		t.Fatalf("defaults %q %+v %d %v", cfg.FileBufferDir, cfg.FileBuffer, cfg.FileBufferMaxBatch, cfg.FileBufferFlush)
 	}
-	if f, err := openFileBuffer(cfg); f != nil || err != nil {
-		t.Fatalf("without FILE_BUFFER_DIR: %v %v, want no buffer", f, err)
+	off, err := loadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": "off"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := openFileBuffer(off, slog.Default()); f != nil || err != nil {
+		t.Fatalf("FILE_BUFFER_DIR=off: %v %v, want no buffer", f, err)
 	}
 	dir := t.TempDir()
 	cfg, err = loadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": dir, "FILE_BUFFER_EVENTS_PER_FILE": "5",
@@ -34,7 +39,7 @@ func TestConfig_FileBuffer(t *testing.T) {
 		cfg.FileBuffer.MaxBytes != 8192 || cfg.FileBufferMaxBatch != 7 || cfg.FileBufferFlush != 20*time.Millisecond {
 		t.Fatalf("set %q %+v %d %v", cfg.FileBufferDir, cfg.FileBuffer, cfg.FileBufferMaxBatch, cfg.FileBufferFlush)
 	}
-	f, err := openFileBuffer(cfg)
+	f, err := openFileBuffer(cfg, slog.Default())
 	if err != nil || f == nil {
 		t.Fatalf("opening FILE_BUFFER_DIR: %v", err)
 	}

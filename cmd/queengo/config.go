@@ -70,6 +70,13 @@ const (
 	FileBufferMaxBytesDefault      = filebuffer.MaxBytesDefault
 	FileBufferMaxBatchDefault      = actors.BufferMaxBatchDefault
 	FileBufferFlushDefault         = actors.BufferFlushIntervalDefault
+	// FileBufferDirDefault is the push buffer's directory when
+	// FILE_BUFFER_DIR is not given: the reference's /var/lib/queen/buffers
+	// under queengo's name, so that a broker keeps accepting pushes through
+	// a database outage as the server it replaces does. FileBufferOff as
+	// FILE_BUFFER_DIR runs without a buffer.
+	FileBufferDirDefault = "/var/lib/queengo/buffers"
+	FileBufferOff        = "off"
 )
 
 // Config is everything the broker process is started with.
@@ -121,8 +128,9 @@ type Config struct {
 	EncryptionKey      []byte
 	EncryptionReadKeys [][]byte
 	// FileBufferDir (FILE_BUFFER_DIR) is the push buffer's directory;
-	// empty: no buffer, pushes fail while PostgreSQL is unreachable and
-	// answer 503 under push maintenance. FileBuffer sizes its files
+	// empty: FileBufferDirDefault, or no buffer when that cannot be used;
+	// FileBufferOff: no buffer, pushes fail while PostgreSQL is unreachable
+	// and answer 503 under push maintenance. FileBuffer sizes its files
 	// (FILE_BUFFER_EVENTS_PER_FILE, FILE_BUFFER_FILE_BYTES) and caps it
 	// (FILE_BUFFER_MAX_BYTES); FileBufferMaxBatch and FileBufferFlush bound
 	// the replay (FILE_BUFFER_MAX_BATCH records per FILE_BUFFER_FLUSH_MS).
@@ -225,7 +233,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "bound of reading a request's headers and body, and of a new connection's silence (env HTTP_READ_TIMEOUT_MS)")
 	fs.DurationVar(&c.MetricsSampleInterval, "metrics-sample-interval", c.MetricsSampleInterval, "how often the metrics collector samples (env METRICS_SAMPLE_INTERVAL_MS)")
 	fs.IntVar(&c.MetricsRetentionDays, "metrics-retention-days", c.MetricsRetentionDays, "days of metrics samples kept (env METRICS_RETENTION_DAYS)")
-	fs.StringVar(&c.FileBufferDir, "file-buffer-dir", c.FileBufferDir, "push buffer directory; empty: no buffer (env FILE_BUFFER_DIR)")
+	fs.StringVar(&c.FileBufferDir, "file-buffer-dir", c.FileBufferDir, "push buffer directory; empty: "+FileBufferDirDefault+" when usable; off: no buffer (env FILE_BUFFER_DIR)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (env PPROF_ADDR)")
 	level := fs.String("log-level", strings.ToLower(c.LogLevel.String()), "trace (same as debug), debug, info, warn or error (env LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -431,12 +439,24 @@ func (e *envReader) float(name string, dst *float64) {
 	*dst = f
 }
 
-// openFileBuffer opens the push buffer directory, or returns nil without
-// FILE_BUFFER_DIR. Its files are closed with the process: every record it
-// acknowledged is already fsynced.
-func openFileBuffer(c *Config) (*actors.FileBuffer, error) {
-	if c.FileBufferDir == "" {
+// openFileBuffer opens the push buffer directory, or returns nil when
+// FILE_BUFFER_DIR is off. Without FILE_BUFFER_DIR it opens
+// FileBufferDirDefault, and when that cannot be used (no permission, or
+// another broker process on this machine holds it) it says so in the log
+// and returns nil: a directory the operator named must open. Its files are
+// closed with the process: every record it acknowledged is already fsynced.
+func openFileBuffer(c *Config, log *slog.Logger) (*actors.FileBuffer, error) {
+	switch c.FileBufferDir {
+	case FileBufferOff:
 		return nil, nil
+	case "":
+		f, err := actors.OpenFileBuffer(FileBufferDirDefault, c.FileBuffer)
+		if err != nil {
+			log.Warn("push buffer off: the default FILE_BUFFER_DIR cannot be used; set FILE_BUFFER_DIR to a directory of this process's own, or to off",
+				"dir", FileBufferDirDefault, "err", err)
+			return nil, nil
+		}
+		return f, nil
 	}
 	f, err := actors.OpenFileBuffer(c.FileBufferDir, c.FileBuffer)
 	if err != nil {

@@ -87,7 +87,7 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		}
 		defer auth.Close()
 	}
-	files, err := openFileBuffer(cfg)
+	files, err := openFileBuffer(cfg, log)
 	if err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ func runBroker(t *testing.T, bin string, timeout time.Duration, env ...string) (
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+apitest.DB.URL, "HOST=127.0.0.1",
-		"PORT="+strconv.Itoa(apitest.FreePort(t)), "DB_POOL_SIZE=2", "LOG_LEVEL=warn")
+		"PORT="+strconv.Itoa(apitest.FreePort(t)), "DB_POOL_SIZE=2", "LOG_LEVEL=warn", "FILE_BUFFER_DIR=off")
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
