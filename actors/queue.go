@@ -92,7 +92,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.pops.cancel(m.w)
 	case *partitionFreed:
 		a.ready.offer(m.partition, m.group)
-		a.pops.wake(a.d.clock.Now())
+		a.pops.wake(a.d.clock.Now(), 1)
 		if m.group == "" && a.q != nil {
 			ctx.Send(ctx.Parent(), &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
 		}
@@ -214,7 +214,8 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 				a.d.announce(a.name, w.segPID)
 			}
 		}
-		a.pops.wake(a.d.clock.Now())
+		// Each written partition may serve one pop of every group.
+		a.pops.wake(a.d.clock.Now(), len(m.writers)*max(len(a.ready.groups), 1))
 		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
 	for i, w := range m.writers {
