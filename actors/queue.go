@@ -363,14 +363,15 @@ func (a *queueActor) onRound(r *claimRound) {
 }
 
 // tick handles the timer: due re-checks and deadlines, ended holds, and
-// expired leases, whose group's wildcard pops look at once.
+// expired leases: one wildcard pop of the lease's group looks at once per
+// partition whose lease ended (a partition serves one pop of a group).
 func (a *queueActor) tick() {
 	now := a.d.clock.Now()
 	a.pops.due(now)
 	a.pops.pending = a.pops.lot.holdsDue(now, a.pops.pending)
 	a.expired = a.ready.expire(now, a.expired[:0])
 	for _, g := range a.expired {
-		a.pops.pending = a.pops.lot.release(g+"\x00", now, a.pops.pending)
+		a.pops.pending = a.pops.lot.releaseN(g+"\x00", 1, a.pops.pending)
 	}
 }
 
