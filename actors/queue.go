@@ -92,7 +92,12 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.pops.cancel(m.w)
 	case *partitionFreed:
 		a.ready.offer(m.partition, m.group)
-		a.pops.wake(a.d.clock.Now(), 1)
+		// One pop of the group, or of every group for a write.
+		n := 1
+		if m.group == "" {
+			n = max(len(a.ready.groups), 1)
+		}
+		a.pops.wake(a.d.clock.Now(), n)
 		if m.group == "" && a.q != nil {
 			ctx.Send(ctx.Parent(), &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
 		}
