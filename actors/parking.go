@@ -131,22 +131,9 @@ func (l *parkingLot) wake(now time.Time, out []*waiter) []*waiter {
 	return out
 }
 
-// release takes every pop of the key out of the lot into out and makes the
-// key re-check at once (a lease of its group ended).
-func (l *parkingLot) release(key string, now time.Time, out []*waiter) []*waiter {
-	k := l.keys[key]
-	if k == nil {
-		return out
-	}
-	k.next = now
-	out = append(out, k.waiters...)
-	l.count(-len(k.waiters))
-	k.waiters = nil
-	return out
-}
-
 // releaseN takes up to n of the key's pops, oldest first, into out: a claim
-// of a key-mate left n claimable partitions untaken.
+// of a key-mate left n claimable partitions untaken, or n leases of the
+// key's group ended.
 func (l *parkingLot) releaseN(key string, n int, out []*waiter) []*waiter {
 	k := l.keys[key]
 	if k == nil {

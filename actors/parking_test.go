@@ -149,10 +149,10 @@ func TestParkingLot_RefusesPastMax(t *testing.T) {
 	}
 }
 
-// TestParkingLot_ReleaseTakesTheKey: release takes every pop of a key and
-// makes it re-check now (a lease of its group ended); releaseN takes the
-// oldest n (a key-mate's claim left n partitions untaken).
-func TestParkingLot_ReleaseTakesTheKey(t *testing.T) {
+// TestParkingLot_ReleaseNTakesTheOldest: releaseN takes the oldest n pops
+// of a key (a key-mate's claim left n partitions untaken, n leases ended),
+// and no more than the key holds.
+func TestParkingLot_ReleaseNTakesTheOldest(t *testing.T) {
 	t.Parallel()
 	l := newParkingLot(testBackoff, 100)
 	ws := []*waiter{longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)}
@@ -163,8 +163,8 @@ func TestParkingLot_ReleaseTakesTheKey(t *testing.T) {
 	if len(out) != 2 || out[0] != ws[0] || out[1] != ws[1] || l.n != 1 {
 		t.Fatalf("releaseN(2) took %v, %d left", out, l.n)
 	}
-	out = l.release("g\x00", t0, nil)
-	if len(out) != 1 || out[0] != ws[2] || l.n != 0 || !l.keys["g\x00"].next.Equal(t0) {
-		t.Fatalf("release took %v, %d left", out, l.n)
+	out = l.releaseN("g\x00", 2, nil)
+	if len(out) != 1 || out[0] != ws[2] || l.n != 0 {
+		t.Fatalf("releaseN(2) of one took %v, %d left", out, l.n)
 	}
 }

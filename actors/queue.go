@@ -92,7 +92,12 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.pops.cancel(m.w)
 	case *partitionFreed:
 		a.ready.offer(m.partition, m.group)
-		a.pops.wake(a.d.clock.Now())
+		// One pop of the group, or of every group for a write.
+		n := 1
+		if m.group == "" {
+			n = max(len(a.ready.groups), 1)
+		}
+		a.pops.wake(a.d.clock.Now(), n)
 		if m.group == "" && a.q != nil {
 			ctx.Send(ctx.Parent(), &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
 		}
@@ -214,7 +219,8 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 				a.d.announce(a.name, w.segPID)
 			}
 		}
-		a.pops.wake(a.d.clock.Now())
+		// Each written partition may serve one pop of every group.
+		a.pops.wake(a.d.clock.Now(), len(m.writers)*max(len(a.ready.groups), 1))
 		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
 	for i, w := range m.writers {
@@ -362,14 +368,15 @@ func (a *queueActor) onRound(r *claimRound) {
 }
 
 // tick handles the timer: due re-checks and deadlines, ended holds, and
-// expired leases, whose group's wildcard pops look at once.
+// expired leases: one wildcard pop of the lease's group looks at once per
+// partition whose lease ended (a partition serves one pop of a group).
 func (a *queueActor) tick() {
 	now := a.d.clock.Now()
 	a.pops.due(now)
 	a.pops.pending = a.pops.lot.holdsDue(now, a.pops.pending)
 	a.expired = a.ready.expire(now, a.expired[:0])
 	for _, g := range a.expired {
-		a.pops.pending = a.pops.lot.release(g+"\x00", now, a.pops.pending)
+		a.pops.pending = a.pops.lot.releaseN(g+"\x00", 1, a.pops.pending)
 	}
 }
 

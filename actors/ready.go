@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"container/heap"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,17 +53,66 @@ func (rs *readySet) drop(pid uuid.UUID, since uint64) {
 type readySets struct {
 	groups map[string]*readySet
 	events uint64 // numbers the offers
-	leases []leaseEvent
+	// leases holds, per (group, partition), the end of the latest lease this
+	// actor's claims took; leaseHeap orders those ends. A later lease of the
+	// same partition supersedes the earlier one: its heap entry stays until
+	// it comes up and is then skipped, and the heap is rebuilt from leases
+	// when such entries make up most of it. So next is O(1) and expire
+	// O(log n) per lease, where a list scanned on every actor message cost
+	// about half the broker's CPU at batch 1 (docs/benchmarks.md).
+	leases    map[leaseKey]time.Time
+	leaseHeap leaseHeap
 }
 
-// leaseEvent is the end of a lease a claim of this actor took.
-type leaseEvent struct {
-	at    time.Time
+// leaseKey names the lease of one group on one partition.
+type leaseKey struct {
 	group string
 	pid   uuid.UUID
 }
 
-func newReadySets() readySets { return readySets{groups: map[string]*readySet{}} }
+// leaseEvent is the end of a lease a claim of this actor took.
+type leaseEvent struct {
+	at time.Time
+	leaseKey
+}
+
+// leaseHeap is a min-heap of lease ends (container/heap).
+type leaseHeap []leaseEvent
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h leaseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *leaseHeap) Push(x any)        { *h = append(*h, x.(leaseEvent)) }
+func (h *leaseHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// leaseHeapSlack is how many superseded entries the heap may hold beyond
+// twice the live leases before it is rebuilt: rebuilding is O(n), so it
+// runs at most once per that many leases.
+const leaseHeapSlack = 64
+
+func newReadySets() readySets {
+	return readySets{groups: map[string]*readySet{}, leases: map[leaseKey]time.Time{}}
+}
+
+// leased records a lease of group on pid that ends at at.
+func (r *readySets) leased(group string, pid uuid.UUID, at time.Time) {
+	k := leaseKey{group: group, pid: pid}
+	r.leases[k] = at
+	heap.Push(&r.leaseHeap, leaseEvent{at: at, leaseKey: k})
+	if len(r.leaseHeap) > 2*len(r.leases)+leaseHeapSlack {
+		h := make(leaseHeap, 0, len(r.leases))
+		for k, at := range r.leases {
+			h = append(h, leaseEvent{at: at, leaseKey: k})
+		}
+		heap.Init(&h)
+		r.leaseHeap = h
+	}
+}
 
 // since is the current event number: a claim remembers it when it starts.
 func (r *readySets) since() uint64 { return r.events }
@@ -130,7 +180,7 @@ func (r *readySets) learn(p *queengo.ClaimParams, res *queengo.ClaimResult, sinc
 				rs.offer(s.PartitionID, r.events)
 			} else {
 				rs.drop(s.PartitionID, since)
-				r.leases = append(r.leases, leaseEvent{at: now.Add(s.Lease), group: p.Group, pid: s.PartitionID})
+				r.leased(p.Group, s.PartitionID, now.Add(s.Lease))
 			}
 		}
 	}
@@ -151,31 +201,33 @@ func (r *readySets) learn(p *queengo.ClaimParams, res *queengo.ClaimResult, sinc
 // expire offers again, to their group, the partitions whose lease ended by
 // now, and appends those groups to out.
 func (r *readySets) expire(now time.Time, out []string) []string {
-	leases := r.leases[:0]
-	for _, e := range r.leases {
-		if now.Before(e.at) {
-			leases = append(leases, e)
-			continue
+	for len(r.leaseHeap) > 0 && !now.Before(r.leaseHeap[0].at) {
+		e := heap.Pop(&r.leaseHeap).(leaseEvent)
+		if at, ok := r.leases[e.leaseKey]; !ok || !at.Equal(e.at) {
+			continue // superseded by a later lease of the partition
 		}
+		delete(r.leases, e.leaseKey)
 		if rs := r.groups[e.group]; rs != nil {
 			r.events++
 			rs.offer(e.pid, r.events)
 		}
 		out = append(out, e.group)
 	}
-	clear(r.leases[len(leases):])
-	r.leases = leases
 	return out
 }
 
-// next is the earliest lease expiry; zero when none.
+// next is the earliest lease expiry; zero when none. It may be the end of
+// a superseded lease: expire then finds nothing due and next moves on.
 func (r *readySets) next() time.Time {
-	var at time.Time
-	for _, e := range r.leases {
-		at = earliest(at, e.at)
+	if len(r.leaseHeap) == 0 {
+		return time.Time{}
 	}
-	return at
+	return r.leaseHeap[0].at
 }
 
 // reset forgets everything: the queue was deleted.
-func (r *readySets) reset() { r.groups = map[string]*readySet{} }
+func (r *readySets) reset() {
+	r.groups = map[string]*readySet{}
+	r.leases = map[leaseKey]time.Time{}
+	r.leaseHeap = nil
+}

@@ -98,11 +98,42 @@ func TestReadySets_LeasedIsNotReadyUntilItsLeaseEnds(t *testing.T) {
 		t.Fatalf("expired %v before the lease ended", groups)
 	}
 	groups := r.expire(t0.Add(time.Minute), nil)
-	if len(groups) != 1 || groups[0] != "g" || len(r.leases) != 0 {
+	if len(groups) != 1 || groups[0] != "g" || len(r.leases) != 0 || len(r.leaseHeap) != 0 {
 		t.Fatalf("at the lease's end: groups %v, %d leases left", groups, len(r.leases))
 	}
 	if _, ok := set[leased]; !ok {
 		t.Fatal("a partition whose lease ended is not ready again")
+	}
+}
+
+// TestReadySets_LaterLeaseSupersedesEarlier: a partition leased again
+// before its first lease ended is offered at the end of the later lease
+// only, and superseded lease ends do not pile up.
+func TestReadySets_LaterLeaseSupersedesEarlier(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	p := uuid.New()
+	fullScan(&r, "g", []uuid.UUID{p}, t0)
+	lease := func(at time.Time) {
+		r.learn(&queengo.ClaimParams{Group: "g", Candidates: []uuid.UUID{p}},
+			&queengo.ClaimResult{Spans: []queengo.Span{{PartitionID: p, Lease: time.Minute}}}, r.since(), at)
+	}
+	lease(t0)
+	lease(t0.Add(time.Second))
+	if groups := r.expire(t0.Add(time.Minute), nil); len(groups) != 0 {
+		t.Fatalf("the superseded lease's end offered the partition to %v", groups)
+	}
+	if got := r.next(); !got.Equal(t0.Add(time.Minute + time.Second)) {
+		t.Fatalf("next lease expiry %v, want the later lease's end", got)
+	}
+	if groups := r.expire(t0.Add(time.Minute+time.Second), nil); len(groups) != 1 {
+		t.Fatalf("the later lease's end offered the partition to %v, want g", groups)
+	}
+	for i := range 10 * leaseHeapSlack {
+		lease(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	if n := len(r.leaseHeap); n > 2*len(r.leases)+leaseHeapSlack {
+		t.Fatalf("%d lease ends kept for %d live leases", n, len(r.leases))
 	}
 }
 

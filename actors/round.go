@@ -29,9 +29,10 @@ type claimRound struct {
 	queue uuid.UUID
 	// hold is the queue's minPopWaitTime when the round started.
 	hold time.Duration
-	// woken: something was pushed in scope while the round was in flight,
-	// so what it found empty or under-full may predate that push.
-	woken bool
+	// wakes counts the partitions that may have become claimable while the
+	// round was in flight (popScheduler.wake), so what it found empty or
+	// under-full may predate them: that many of its empty pops look again.
+	wakes int
 	// scope, when set, makes the round load the scope's queues first;
 	// scopeIDs are the queues a discovery round claims from otherwise.
 	scope    *scopeKey

@@ -295,3 +295,25 @@ func TestClaimRound_WakeDuringRoundLooksAgain(t *testing.T) {
 		t.Fatalf("pop answered %+v %v, want the message of the second look", r.res, r.err)
 	}
 }
+
+// TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition: a partition
+// freed while a round is in flight sends one of that round's empty pops
+// back to claim, not all of them; the others park (one re-check per key),
+// so pops outnumbering the partitions do not claim in a loop on every ack.
+func TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition(t *testing.T) {
+	t.Parallel()
+	s := newPopScheduler(&deps{backoff: testBackoff, maxParked: 100, claimsInFlight: 1})
+	ws := []*waiter{longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)}
+	r := &claimRound{ws: ws}
+	s.started(r)
+	s.wake(t0, 1)
+	if !s.finished(r) {
+		t.Fatal("the round was not the scheduler's")
+	}
+	for _, w := range ws {
+		s.emptyAfter(r, w, t0)
+	}
+	if len(s.pending) != 1 || s.lot.n != 2 {
+		t.Fatalf("%d pops look again and %d parked, want 1 and 2", len(s.pending), s.lot.n)
+	}
+}

@@ -64,7 +64,9 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		if !slices.Contains(a.ids, m.queue) {
 			a.loadedAt = time.Time{} // a queue new to the scope: look again
 		}
-		a.pops.wake(a.d.clock.Now())
+		// A commit in one of the scope's queues, of partitions the scope
+		// does not count: every pop of a round in flight looks again.
+		a.pops.wake(a.d.clock.Now(), roundMax)
 	case *tick:
 		a.pops.ticked()
 		a.pops.due(a.d.clock.Now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,7 @@ func cmdE2E(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	c := addCommon(fs)
 	var p E2EParams
-	fs.IntVar(&p.Producers, "producers", 10, "concurrent producers")
+	fs.IntVar(&p.Producers, "producers", 0, "concurrent producers (0: enough for --rate, see e2eProducers)")
 	fs.IntVar(&p.Consumers, "consumers", 10, "concurrent consumers (one group, queue mode on queengo)")
 	fs.IntVar(&p.Batch, "batch", 1, "messages per push")
 	fs.IntVar(&p.ConsumeBatch, "consume-batch", 100, "messages per pop at most")
@@ -42,6 +43,9 @@ func cmdE2E(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if p.Producers == 0 && p.Batch > 0 && p.Rate > 0 {
+		p.Producers = e2eProducers(p.Rate, p.Batch)
+	}
 	switch {
 	case p.Producers < 1 || p.Producers > 500 || p.Consumers < 1 || p.Consumers > 500:
 		return fmt.Errorf("--producers and --consumers must be 1..500")
@@ -53,6 +57,23 @@ func cmdE2E(ctx context.Context, args []string) error {
 	return runOne(ctx, c, stdout, p.Producers+p.Consumers, func(env *Env, tgt Target) (*Result, error) {
 		return runE2E(ctx, env, tgt, p)
 	})
+}
+
+// e2ePushBudget is the push latency the default producer count allows
+// for: each producer sends one batch per P*batch/rate, so a producer whose
+// pushes take longer than that falls behind its schedule and the offered
+// rate is not sent. With 10 producers at batch 1, 2,000 msg/s left each 5 ms
+// per push and the run measured the producers' lag, not the broker
+// (docs/benchmarks.md, 2026-12-03). 50 ms is several times the push p99 at
+// these rates on the reference machine.
+const e2ePushBudget = 50 * time.Millisecond
+
+// e2eProducers is the default producer count for an offered rate: enough
+// that each producer's interval is at least e2ePushBudget, at least 10 and
+// at most 500 (one connection each).
+func e2eProducers(rate float64, batch int) int {
+	n := int(math.Ceil(rate / float64(batch) * e2ePushBudget.Seconds()))
+	return min(max(n, 10), 500)
 }
 
 // runE2E runs producers and consumers together. Producers send on a fixed

@@ -281,3 +281,18 @@ func TestStorage(t *testing.T) {
 		t.Errorf("scratch schema left behind")
 	}
 }
+
+// TestE2EProducers: the default producer count leaves each producer at
+// least e2ePushBudget per push, within 10..500.
+func TestE2EProducers(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rate  float64
+		batch int
+		want  int
+	}{{2000, 1, 100}, {5000, 1, 250}, {40000, 1, 500}, {20000, 10, 100}, {100, 1, 10}} {
+		if got := e2eProducers(c.rate, c.batch); got != c.want {
+			t.Errorf("rate %.0f batch %d: %d producers, want %d", c.rate, c.batch, got, c.want)
+		}
+	}
+}

@@ -520,6 +520,10 @@ func (r *scopeRound) handOut() []*takeCall {
 // free.
 func (r *scopeRound) take(ctx context.Context, c *pgxpool.Conn, calls []*takeCall, out []queengo.ClaimResult) error {
 	b := r.batch()
+	async := r.asyncCommit(calls)
+	if async {
+		b.Queue(asyncCommitSQL)
+	}
 	for _, call := range calls {
 		g := &r.groups[call.group]
 		var pool, cands []pgtype.UUID
@@ -555,6 +559,11 @@ first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3
 	if err := r.sendPre(br); err != nil {
 		return err
 	}
+	if async {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	for _, call := range calls {
 		if err := r.readTake(br, call, out); err != nil {
 			return err
@@ -575,6 +584,33 @@ first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3
 		r.contact(missing)
 	}
 	return nil
+}
+
+// asyncCommitSQL makes the rest of a claim's implicit transaction commit
+// without waiting for its WAL flush (synchronous_commit=off, local to the
+// transaction).
+const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
+
+// asyncCommit reports whether the round's take may commit without waiting
+// for the WAL flush: when none of its pops is autoAck. The flush was a
+// third to a half of a batch-1 round's time, and a round in flight holds up
+// the next (docs/benchmarks.md, issue 9). What such a commit writes is
+// leases (and with them first contacts and subscription records): PostgreSQL
+// flushes WAL in order, so it is lost in a crash only when no synchronous
+// commit (a push, an ack) followed it, at most wal_writer_delay x 3 later,
+// and then its messages are delivered again, which at-least-once allows.
+// An autoAck pop's claim is its delivery's only record (its cursor moves
+// in the claim), so a round carrying one commits synchronously: a crash
+// must not deliver those messages twice.
+func (r *scopeRound) asyncCommit(calls []*takeCall) bool {
+	for _, call := range calls {
+		for _, pi := range call.pops {
+			if r.claims[r.pops[pi].claim].AutoAck {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // readTake reads one claim_take answer.
