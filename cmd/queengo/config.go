@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/actors"
 	"github.com/queengo/queengo/actors/filebuffer"
+	"github.com/queengo/queengo/cmd/queengo/cli"
 	qhttp "github.com/queengo/queengo/http"
 )
 
@@ -221,6 +223,13 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 
 	fs := flag.NewFlagSet("queengo", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: queengo [flags] [migrate]\n"+
+			"  serves the Queen MQ HTTP API (migrate: applies the schema and exits).\n"+
+			"  Operator commands against a running broker: queengo help (%s).\n\nFlags:\n",
+			strings.Join(slices.DeleteFunc(slices.Clone(cli.Commands), func(c string) bool { return c == "help" }), ", "))
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.Host, "host", c.Host, "address to listen on (env HOST)")
 	fs.IntVar(&c.Port, "port", c.Port, "port to listen on (env PORT)")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB)")
@@ -245,7 +254,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	c.LogLevel = l
 	if fs.NArg() > 0 && fs.Arg(0) != "migrate" {
-		return nil, fmt.Errorf("unknown command %q (want no command, or migrate)", fs.Arg(0))
+		return nil, fmt.Errorf("unknown command %q (want no command, migrate, or one of the operator commands: queengo help)", fs.Arg(0))
 	}
 	return c, c.validate()
 }
