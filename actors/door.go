@@ -96,7 +96,11 @@ func (b *Broker) GetMessage(ctx context.Context, partition uuid.UUID, txid strin
 // every queue it has a record or a cursor on (D6); it returns how many
 // records it wrote. Cursors that exist keep their position.
 func (b *Broker) SetSubscription(ctx context.Context, group string, ts time.Time) (int, error) {
-	return b.cfg.Store.SetSubscription(ctx, group, ts)
+	n, err := b.cfg.Store.SetSubscription(ctx, group, ts)
+	if err == nil {
+		b.stats.drop() // the group list shows the subscription
+	}
+	return n, err
 }
 
 // Health reports whether the database answers a trivial statement.

@@ -125,6 +125,10 @@ type brokerStats struct {
 	namespaces *figures[[]queengo.GroupingSummary]
 	tasks      *figures[[]queengo.GroupingSummary]
 	queues     *figures[[]queengo.QueueFigures] // every queue, by name
+	groups     *figures[[]queengo.GroupSummary] // every (group, queue)
+	// lagging are the cursors behind their head, the longest waiting
+	// first.
+	lagging *figures[[]queengo.GroupPartition]
 }
 
 func newBrokerStats(store Store, clk clock, timeout time.Duration) *brokerStats {
@@ -143,6 +147,12 @@ func newBrokerStats(store Store, clk clock, timeout time.Duration) *brokerStats 
 		queues: newFigures(clk, timeout, func(ctx context.Context) ([]queengo.QueueFigures, error) {
 			return store.AllQueueFigures(ctx)
 		}),
+		groups: newFigures(clk, timeout, func(ctx context.Context) ([]queengo.GroupSummary, error) {
+			return store.ListGroups(ctx, math.MaxInt32, 0)
+		}),
+		lagging: newFigures(clk, timeout, func(ctx context.Context) ([]queengo.GroupPartition, error) {
+			return store.LaggingGroups(ctx, 0, math.MaxInt32, 0)
+		}),
 	}
 }
 
@@ -158,4 +168,6 @@ func (s *brokerStats) drop() {
 	s.namespaces.drop()
 	s.tasks.drop()
 	s.queues.drop()
+	s.groups.drop()
+	s.lagging.drop()
 }

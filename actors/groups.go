@@ -18,16 +18,36 @@ type GroupStore interface {
 }
 
 // ListGroups returns one page of the consumer-group list: one entry per
-// (group, queue), by group then queue (byte order).
+// (group, queue), by group then queue (byte order), from figures of every
+// group computed at most statsFresh ago (figures.go).
 func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error) {
-	return b.cfg.Store.ListGroups(ctx, limit, offset)
+	all, _, err := b.stats.groups.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return page(all, limit, offset), nil
 }
 
 // LaggingGroups returns one page of the (partition, group) cursors whose
 // oldest unconsumed message was written at least minLag ago, the longest
-// waiting first.
+// waiting first; like ListGroups, from figures shared for up to statsFresh.
 func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error) {
-	return b.cfg.Store.LaggingGroups(ctx, minLag, limit, offset)
+	all, _, err := b.stats.lagging.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The time lags are taken now, from when each oldest unconsumed segment
+	// was written: only the offsets and leases are as old as the figures.
+	now := time.Now()
+	var out []queengo.GroupPartition
+	for _, g := range all {
+		if g.OldestUnconsumedAt == nil || now.Sub(*g.OldestUnconsumedAt) < minLag {
+			continue
+		}
+		g.TimeLagSeconds = max(int64(now.Sub(*g.OldestUnconsumedAt)/time.Second), 0)
+		out = append(out, g)
+	}
+	return page(out, limit, offset), nil
 }
 
 // GroupPartitions returns one page of the group's cursors, by queue then
