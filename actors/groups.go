@@ -19,7 +19,7 @@ type GroupStore interface {
 
 // ListGroups returns one page of the consumer-group list: one entry per
 // (group, queue), by group then queue (byte order), from figures of every
-// group computed at most statsFresh ago (figures.go).
+// group shared between readers (figures.go).
 func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error) {
 	all, _, err := b.stats.groups.get(ctx)
 	if err != nil {
@@ -30,7 +30,7 @@ func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.G
 
 // LaggingGroups returns one page of the (partition, group) cursors whose
 // oldest unconsumed message was written at least minLag ago, the longest
-// waiting first; like ListGroups, from figures shared for up to statsFresh.
+// waiting first; like ListGroups, from figures shared between readers.
 func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error) {
 	all, _, err := b.stats.lagging.get(ctx)
 	if err != nil {

@@ -52,7 +52,7 @@ func (b *Broker) ListPartitions(ctx context.Context, f queengo.ResourceFilter) (
 
 // ListGroupings returns one page of the namespaces (by "namespace") or tasks
 // (by "task"), by name, and how many there are; like Overview, from figures
-// of every namespace or task computed at most statsFresh ago.
+// of every namespace or task shared between readers (figures.go).
 func (b *Broker) ListGroupings(ctx context.Context, by string, limit, offset int) ([]queengo.GroupingSummary, int, error) {
 	f := b.stats.namespaces
 	if by == "task" {

@@ -38,9 +38,9 @@ func (b *Broker) StatusQueues(ctx context.Context, f queengo.StatusFilter, limit
 }
 
 // StatusTotals returns the figures of every queue f selects, newest first,
-// computed at most statsFresh ago (figures.go), and when their computation
+// shared between readers (figures.go), and when their computation
 // started: what GET /api/v1/status sums, read from figures of every queue
-// so that dashboards polling it cost one computation a second.
+// so that dashboards polling it cost one computation per statsFresh.
 func (b *Broker) StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error) {
 	all, at, err := b.stats.queues.get(ctx)
 	if err != nil {

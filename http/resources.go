@@ -106,8 +106,8 @@ type paginationJSON struct {
 }
 
 // handleOverview answers the broker-wide figures; statsAge is how many
-// seconds ago they were computed (the broker computes them at most once a
-// second, actors/figures.go).
+// seconds ago they were computed (the broker computes them at most once per
+// 5 s, actors/figures.go).
 func (s *Server) handleOverview(ctx *fasthttp.RequestCtx) {
 	o, err := s.broker.Overview(ctx)
 	now := time.Now()

@@ -52,7 +52,7 @@ type entry struct {
 
 // refreshStats drops the broker-wide figures (POST /api/v1/stats/refresh),
 // so the next list or lagging read computes them anew: otherwise a read
-// within a second of another answers the figures that one computed.
+// within 5 s of another answers the figures that one computed.
 func refreshStats(t *testing.T, s *apitest.Server) {
 	t.Helper()
 	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {

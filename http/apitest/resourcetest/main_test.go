@@ -91,7 +91,7 @@ func get(t testing.TB, s *apitest.Server, path string, v any) {
 }
 
 // getFresh reads path after POST /api/v1/stats/refresh, so the broker-wide
-// figures it answers (computed at most once a second otherwise) include
+// figures it answers (computed at most once per 5 s otherwise) include
 // everything the test did before.
 func getFresh(t testing.TB, s *apitest.Server, path string, v any) {
 	t.Helper()

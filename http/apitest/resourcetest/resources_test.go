@@ -339,8 +339,8 @@ func TestResourceParams_BadInput400(t *testing.T) {
 	apitest.WantErrorBody(t, s.Delete(t, "/api/v1/queues/q/clear?partition="+url.QueryEscape("a\x01")), 400)
 }
 
-// The overview's figures are computed at most once a second and reused
-// for up to 10 s (statsAge says how old they are): a read right after a
+// The overview's figures are computed at most once per 5 s and reused
+// for up to 30 s (statsAge says how old they are): a read right after a
 // push still answers the figures from before it; POST /api/v1/stats/refresh
 // makes the next read compute anew, with statsAge 0.
 func TestOverview_FiguresAreSharedUntilRefresh(t *testing.T) {
@@ -352,7 +352,7 @@ func TestOverview_FiguresAreSharedUntilRefresh(t *testing.T) {
 
 	var cached overview
 	get(t, s, "/api/v1/resources/overview", &cached)
-	if time.Since(start) < 9*time.Second { // else the box was too slow for the rule
+	if time.Since(start) < 25*time.Second { // else the box was too slow for the rule
 		if cached.Messages.Total != before.Messages.Total || cached.Queues != before.Queues {
 			t.Fatalf("a read within the figures' age computed anew: total %d -> %d, queues %d -> %d",
 				before.Messages.Total, cached.Messages.Total, before.Queues, cached.Queues)
