@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/queengo/queengo"
@@ -36,18 +38,20 @@ func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit,
 	if err != nil {
 		return nil, err
 	}
-	// The time lags are taken now, from when each oldest unconsumed segment
-	// was written: only the offsets and leases are as old as the figures.
+	// all is the longest waiting first, so the cursors waiting minLag or
+	// more are a prefix. The time lags are taken now, from when each oldest
+	// unconsumed segment was written: only the offsets and leases are as
+	// old as the figures.
 	now := time.Now()
-	var out []queengo.GroupPartition
-	for _, g := range all {
-		if g.OldestUnconsumedAt == nil || now.Sub(*g.OldestUnconsumedAt) < minLag {
-			continue
-		}
-		g.TimeLagSeconds = max(int64(now.Sub(*g.OldestUnconsumedAt)/time.Second), 0)
-		out = append(out, g)
+	n := sort.Search(len(all), func(i int) bool {
+		o := all[i].OldestUnconsumedAt
+		return o == nil || now.Sub(*o) < minLag
+	})
+	out := slices.Clone(page(all[:n], limit, offset))
+	for i := range out {
+		out[i].TimeLagSeconds = max(int64(now.Sub(*out[i].OldestUnconsumedAt)/time.Second), 0)
 	}
-	return page(out, limit, offset), nil
+	return out, nil
 }
 
 // GroupPartitions returns one page of the group's cursors, by queue then
