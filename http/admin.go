@@ -73,21 +73,31 @@ func (s *Server) handleGetPopMaintenance(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleSetPopMaintenance(ctx *fasthttp.RequestCtx) {
+	on, ok := switchBody(ctx)
+	if !ok {
+		return
+	}
+	if err := s.broker.SetPopMaintenance(ctx, on); err != nil {
+		s.writeFailure(ctx, failure(err), err)
+		return
+	}
+	s.writePopMaintenance(ctx, on)
+}
+
+// switchBody reads the body of the maintenance switches, {"enabled": bool};
+// anything else is answered 400 and ok is false.
+func switchBody(ctx *fasthttp.RequestCtx) (on, ok bool) {
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) == 0 {
 		writeError(ctx, errEmptyBody)
-		return
+		return false, false
 	}
 	var req struct {
 		Enabled *bool `json:"enabled"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.Enabled == nil {
 		writeError(ctx, errEnabledRequired)
-		return
+		return false, false
 	}
-	if err := s.broker.SetPopMaintenance(ctx, *req.Enabled); err != nil {
-		s.writeFailure(ctx, failure(err), err)
-		return
-	}
-	s.writePopMaintenance(ctx, *req.Enabled)
+	return *req.Enabled, true
 }

@@ -1,9 +1,7 @@
 package http
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 
@@ -75,32 +73,24 @@ func (s *Server) handleGetMaintenance(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleSetMaintenance(ctx *fasthttp.RequestCtx) {
-	body := bytes.TrimSpace(ctx.PostBody())
-	if len(body) == 0 {
-		writeError(ctx, errEmptyBody)
+	on, ok := switchBody(ctx)
+	if !ok {
 		return
 	}
-	var req struct {
-		Enabled *bool `json:"enabled"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || req.Enabled == nil {
-		writeError(ctx, errEnabledRequired)
-		return
-	}
-	if err := s.broker.SetPushMaintenance(ctx, *req.Enabled); err != nil {
+	if err := s.broker.SetPushMaintenance(ctx, on); err != nil {
 		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	st := s.broker.BufferStats()
 	msg := "Maintenance mode is OFF: buffered pushes are being replayed into the database"
-	if *req.Enabled {
+	if on {
 		msg = "Maintenance mode is ON: pushes are written to the file buffer and replayed when it is switched off"
 		if !st.Enabled {
 			msg = "Maintenance mode is ON: this broker has no file buffer (FILE_BUFFER_DIR), so its pushes answer 503"
 		}
 	}
 	s.writeJSONValue(ctx, map[string]any{
-		"maintenanceMode":  *req.Enabled,
+		"maintenanceMode":  on,
 		"bufferedMessages": st.Pending,
 		"bufferHealthy":    st.Healthy,
 		"message":          msg,
