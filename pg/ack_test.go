@@ -1,0 +1,58 @@
+package pg_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// TestAckExtend_OneCommitExtendsThenAcks: AckExtend answers every extension
+// and every ack item with its own result and typed failure code, and applies
+// the extensions before the acks: an extension of a lease that an ack of the
+// same call releases succeeds, and the ack still releases it.
+func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a", "b")
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+		Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	acks, ext, err := s.AckExtend(ctx,
+		[]queengo.AckItem{
+			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease},
+			{PartitionID: parts[1], TransactionID: "nope", Status: "completed", Group: queengo.QueueModeGroup},
+			{PartitionID: parts[1], TransactionID: "m-b", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: uuid.New()},
+		},
+		[]queengo.LeaseExtend{{Lease: lease, Seconds: 120}, {Lease: uuid.New(), Seconds: 120}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ext) != 2 || ext[0].Failure != "" || ext[0].ExpiresAt == "" || ext[1].Failure != queengo.LeaseNotFound || ext[1].ExpiresAt != "" {
+		t.Fatalf("extensions: %+v, want the live lease extended and the unknown one lease_not_found", ext)
+	}
+	want := []queengo.AckResult{
+		{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "a"},
+		{Failure: queengo.AckMessageNotFound},
+		{Failure: queengo.AckLeaseInvalid, Queue: q.Name, Partition: "b"},
+	}
+	if len(acks) != len(want) {
+		t.Fatalf("%d ack results, want %d", len(acks), len(want))
+	}
+	for i := range want {
+		if acks[i] != want[i] {
+			t.Errorf("ack %d: %+v, want %+v", i, acks[i], want[i])
+		}
+	}
+	// Partition b's span is still under the lease, now extended; a's ended.
+	_, ext, err = s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 1}})
+	if err != nil || len(ext) != 1 || ext[0].ExpiresAt == "" {
+		t.Fatalf("extending the lease of b alone: %+v %v", ext, err)
+	}
+}
