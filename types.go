@@ -204,14 +204,55 @@ type AckItem struct {
 	Error         string
 }
 
-// AckResult is the outcome of one acknowledgement, in request order.
+// AckFailure is why one acknowledgement or lease extension did not hold: a
+// stable code, the very value queen.ack and queen.extend_lease return. It
+// carries no wire text: http renders it from its error table. Empty means
+// no failure.
+type AckFailure string
+
+// The per-item failures of acks and lease extensions.
+const (
+	// AckMessageNotFound: no message with the item's transaction id in its
+	// partition.
+	AckMessageNotFound AckFailure = "message_not_found"
+	// AckLeaseInvalid: the message is not in the live span of its group's
+	// cursor, or the live lease is not the one the item names.
+	AckLeaseInvalid AckFailure = "lease_invalid"
+	// LeaseExpired: the lease is known but none of its spans is live.
+	LeaseExpired AckFailure = "lease_expired"
+	// LeaseNotFound: no cursor holds the lease.
+	LeaseNotFound AckFailure = "lease_not_found"
+)
+
+// AckFailures lists every AckFailure, for the layers that read or render
+// them.
+var AckFailures = []AckFailure{AckMessageNotFound, AckLeaseInvalid, LeaseExpired, LeaseNotFound}
+
+// AckResult is the outcome of one acknowledgement, in request order. A
+// result that is not Success and has no Failure is an item whose status
+// queen.ack does not apply (nothing happened; null on the wire).
 type AckResult struct {
 	Success       bool
-	Error         string // empty: null on the wire
+	Failure       AckFailure // empty: none
 	LeaseReleased bool
 	DLQ           bool
 	Queue         string
 	Partition     string
+}
+
+// LeaseExtend asks to extend every live span of Lease to at least
+// now+Seconds.
+type LeaseExtend struct {
+	Lease   uuid.UUID
+	Seconds int
+}
+
+// LeaseExtension is the outcome of one LeaseExtend: the earliest new expiry
+// (RFC 3339, milliseconds), or, when the lease is not live, an empty expiry
+// and the Failure (LeaseExpired or LeaseNotFound).
+type LeaseExtension struct {
+	ExpiresAt string
+	Failure   AckFailure
 }
 
 // TxOp is one operation of a transaction: an ack or one push item.
@@ -314,13 +355,13 @@ var (
 type ConflictError struct {
 	// Op is the index of the failing operation in the transaction.
 	Op int
-	// Reason is the ack's per-item failure, as AckResult.Error reports it;
-	// empty when the ack's status was not one queen.ack applies.
-	Reason string
+	// Failure is the ack's per-item failure, as AckResult.Failure reports
+	// it; empty when the ack's status was not one queen.ack applies.
+	Failure AckFailure
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("conflict: operation %d: ack failed: %q", e.Op, e.Reason)
+	return fmt.Sprintf("conflict: operation %d: ack failed: %q", e.Op, e.Failure)
 }
 
 // Is makes a ConflictError match ErrConflict.

@@ -29,20 +29,23 @@ const (
 	ackBatchMax = 5000
 )
 
-// ackCommitItems is the number of items each ack commit carried.
+// ackCommitItems is the number of items each ack commit carried, lease
+// extends counted one each.
 var ackCommitItems = metrics.NewHistogram(`queengo_ack_commit_items`)
 
-// ackCoalescer merges acknowledgements as queue actors merge pushes: one
-// ack commit is in flight (more only for a large backlog), and the acks that
-// arrive meanwhile wait and go into the next one, one statement and one
-// commit for all of them (the shape of River's BatchCompleter). A request's
-// items stay together, in order, and its caller gets exactly their results.
-// A lone ack starts at once, so at low load an ack answers within one
-// commit.
+// ackCoalescer merges acknowledgements and lease extensions as queue actors
+// merge pushes: one ack commit is in flight (more only for a large
+// backlog), and the requests that arrive meanwhile wait and go into the next
+// one, one commit for all of them (the shape of River's BatchCompleter): one
+// statement for the acks, and one before it for the extensions when any
+// rode along. A request's items stay together, in order, and its caller gets
+// exactly their results. A lone ack or extension starts at once, so at low
+// load either answers within one commit.
 //
-// The store applies the merged items in (partition, group, offset) order,
-// which is an order the requests could have been applied in one after the
-// other: concurrent requests promise each other no order.
+// The store applies a commit's extensions first, then its acks in
+// (partition, group, offset) order, which is an order the requests could
+// have been applied in one after the other: concurrent requests promise each
+// other no order.
 type ackCoalescer struct {
 	store   acker
 	timeout time.Duration // bounds each commit
@@ -53,19 +56,34 @@ type ackCoalescer struct {
 	inflight int
 }
 
+// ackRequest is one caller's acks, or its one lease extension (extend set,
+// items empty).
 type ackRequest struct {
-	items []queengo.AckItem
-	done  chan ackOutcome // buffered: a commit never waits for a caller that gave up
+	items  []queengo.AckItem
+	extend *queengo.LeaseExtend
+	done   chan ackOutcome // buffered: a commit never waits for a caller that gave up
+}
+
+// size is what the request adds to a commit's items: an extension counts as
+// one.
+func (r *ackRequest) size() int {
+	if r.extend != nil {
+		return 1
+	}
+	return len(r.items)
 }
 
 type ackOutcome struct {
 	res []queengo.AckResult
+	ext queengo.LeaseExtension
 	err error
 }
 
-// acker is the part of the Store an ackCoalescer uses.
+// acker is the part of the Store an ackCoalescer uses: Ack for a commit of
+// acks only (one statement), AckExtend for one that carries extensions.
 type acker interface {
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 }
 
 func newAckCoalescer(store acker, timeout time.Duration) *ackCoalescer {
@@ -77,10 +95,24 @@ func newAckCoalescer(store acker, timeout time.Duration) *ackCoalescer {
 // with queengo.ErrTimeout, and the items may still be applied by the commit
 // they ride in.
 func (c *ackCoalescer) ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
-	r := &ackRequest{items: items, done: make(chan ackOutcome, 1)}
+	o, err := c.submit(ctx, &ackRequest{items: items, done: make(chan ackOutcome, 1)})
+	return o.res, err
+}
+
+// extend applies the lease extension in a shared commit, as ack does: past
+// ctx's deadline it fails with queengo.ErrTimeout, and the extension may
+// still be applied.
+func (c *ackCoalescer) extend(ctx context.Context, e queengo.LeaseExtend) (queengo.LeaseExtension, error) {
+	o, err := c.submit(ctx, &ackRequest{extend: &e, done: make(chan ackOutcome, 1)})
+	return o.ext, err
+}
+
+// submit queues r, starts a commit if one may start, and waits for r's
+// outcome or ctx.
+func (c *ackCoalescer) submit(ctx context.Context, r *ackRequest) (ackOutcome, error) {
 	c.mu.Lock()
 	c.waiting = append(c.waiting, r)
-	c.items += len(items)
+	c.items += r.size()
 	batch := c.take()
 	c.mu.Unlock()
 	if batch != nil {
@@ -88,12 +120,12 @@ func (c *ackCoalescer) ack(ctx context.Context, items []queengo.AckItem) ([]quee
 	}
 	select {
 	case o := <-r.done:
-		return o.res, o.err
+		return o, o.err
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w: the ack was not committed within the request deadline", queengo.ErrTimeout)
+			return ackOutcome{}, fmt.Errorf("%w: not committed within the request deadline", queengo.ErrTimeout)
 		}
-		return nil, ctx.Err()
+		return ackOutcome{}, ctx.Err()
 	}
 }
 
@@ -104,9 +136,9 @@ func (c *ackCoalescer) take() []*ackRequest {
 	if len(c.waiting) == 0 || c.inflight >= ackCommitsMax || (c.inflight > 0 && c.items < ackConcurrentMin) {
 		return nil
 	}
-	n, k := len(c.waiting[0].items), 1
-	for k < len(c.waiting) && n+len(c.waiting[k].items) <= ackBatchMax {
-		n += len(c.waiting[k].items)
+	n, k := c.waiting[0].size(), 1
+	for k < len(c.waiting) && n+c.waiting[k].size() <= ackBatchMax {
+		n += c.waiting[k].size()
 		k++
 	}
 	batch := c.waiting[:k:k]
@@ -135,7 +167,10 @@ func (c *ackCoalescer) commit(batch []*ackRequest) {
 func (c *ackCoalescer) run(batch []*ackRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	var items []queengo.AckItem
+	var (
+		items   []queengo.AckItem
+		extends []queengo.LeaseExtend
+	)
 	if len(batch) == 1 {
 		items = batch[0].items
 	} else {
@@ -143,24 +178,57 @@ func (c *ackCoalescer) run(batch []*ackRequest) {
 			items = append(items, r.items...)
 		}
 	}
-	ackCommitItems.Update(float64(len(items)))
-	res, err := c.store.Ack(ctx, items)
-	if err == nil && len(res) != len(items) {
-		err = fmt.Errorf("ack: %d results for %d items", len(res), len(items))
+	for _, r := range batch {
+		if r.extend != nil {
+			extends = append(extends, *r.extend)
+		}
 	}
+	ackCommitItems.Update(float64(len(items) + len(extends)))
+	res, ext, err := c.apply(ctx, items, extends)
 	if err != nil && len(batch) > 1 && !databaseDown(err) {
 		for _, r := range batch {
-			res, err := c.store.Ack(ctx, r.items)
-			r.done <- ackOutcome{res: res, err: err}
+			var o ackOutcome
+			if r.extend != nil {
+				var ext []queengo.LeaseExtension
+				if _, ext, o.err = c.apply(ctx, nil, []queengo.LeaseExtend{*r.extend}); o.err == nil {
+					o.ext = ext[0]
+				}
+			} else {
+				o.res, _, o.err = c.apply(ctx, r.items, nil)
+			}
+			r.done <- o
 		}
 		return
 	}
 	for _, r := range batch {
-		if err != nil {
+		switch {
+		case err != nil:
 			r.done <- ackOutcome{err: err}
-			continue
+		case r.extend != nil:
+			r.done <- ackOutcome{ext: ext[0]}
+			ext = ext[1:]
+		default:
+			r.done <- ackOutcome{res: res[:len(r.items):len(r.items)]}
+			res = res[len(r.items):]
 		}
-		r.done <- ackOutcome{res: res[:len(r.items):len(r.items)]}
-		res = res[len(r.items):]
 	}
+}
+
+// apply runs one store call: Ack when there are no extensions, else
+// AckExtend. It checks that every item and extension got its result.
+func (c *ackCoalescer) apply(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	var (
+		res []queengo.AckResult
+		ext []queengo.LeaseExtension
+		err error
+	)
+	if len(extends) == 0 {
+		res, err = c.store.Ack(ctx, items)
+	} else {
+		res, ext, err = c.store.AckExtend(ctx, items, extends)
+	}
+	if err == nil && (len(res) != len(items) || len(ext) != len(extends)) {
+		err = fmt.Errorf("ack: %d results for %d items, %d for %d lease extensions", len(res), len(items), len(ext), len(extends))
+	}
+	return res, ext, err
 }

@@ -8,15 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/queengo/queengo"
 )
 
 // ackStore is an acker that records every call and answers each item with
-// its transaction id as the error text, so a caller can check it got its
-// own results. Calls block until the test lets them go (gate), when set.
+// its transaction id as the queue name, and each lease extension with its
+// lease as the expiry, so a caller can check it got its own results. Calls
+// block until the test lets them go (gate), when set.
 type ackStore struct {
 	gate  chan struct{} // when set, each call waits for a value
-	calls chan []queengo.AckItem
+	calls chan ackCall
 	fail  func(items []queengo.AckItem) error
 
 	mu       sync.Mutex
@@ -25,14 +28,38 @@ type ackStore struct {
 }
 
 func newAckStore(gated bool) *ackStore {
-	s := &ackStore{calls: make(chan []queengo.AckItem, 100)}
+	s := &ackStore{calls: make(chan ackCall, 100)}
 	if gated {
 		s.gate = make(chan struct{})
 	}
 	return s
 }
 
+// ackCall is one store call: Ack (extends nil, viaAck) or AckExtend.
+type ackCall struct {
+	items   []queengo.AckItem
+	extends []queengo.LeaseExtend
+	viaAck  bool
+}
+
 func (s *ackStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	return s.call(ctx, ackCall{items: items, viaAck: true})
+}
+
+func (s *ackStore) AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	res, err := s.call(ctx, ackCall{items: items, extends: extends})
+	if err != nil {
+		return nil, nil, err
+	}
+	ext := make([]queengo.LeaseExtension, len(extends))
+	for i, e := range extends {
+		ext[i].ExpiresAt = e.Lease.String()
+	}
+	return res, ext, nil
+}
+
+func (s *ackStore) call(ctx context.Context, call ackCall) ([]queengo.AckResult, error) {
+	items := call.items
 	s.mu.Lock()
 	s.inflight++
 	s.maxIn = max(s.maxIn, s.inflight)
@@ -42,7 +69,7 @@ func (s *ackStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.
 		s.inflight--
 		s.mu.Unlock()
 	}()
-	s.calls <- items
+	s.calls <- call
 	if s.gate != nil {
 		select {
 		case <-s.gate:
@@ -57,7 +84,7 @@ func (s *ackStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.
 	}
 	out := make([]queengo.AckResult, len(items))
 	for i, it := range items {
-		out[i] = queengo.AckResult{Success: true, Error: it.TransactionID}
+		out[i] = queengo.AckResult{Success: true, Queue: it.TransactionID}
 	}
 	return out, nil
 }
@@ -94,21 +121,26 @@ func wantOwn(t *testing.T, a ackAnswer, items []queengo.AckItem) {
 		t.Fatalf("%d results for %d items", len(a.res), len(items))
 	}
 	for i, r := range a.res {
-		if r.Error != items[i].TransactionID {
-			t.Fatalf("result %d is for %q, want %q", i, r.Error, items[i].TransactionID)
+		if r.Queue != items[i].TransactionID {
+			t.Fatalf("result %d is for %q, want %q", i, r.Queue, items[i].TransactionID)
 		}
 	}
 }
 
 func nextCall(t *testing.T, s *ackStore) []queengo.AckItem {
 	t.Helper()
+	return nextStoreCall(t, s).items
+}
+
+func nextStoreCall(t *testing.T, s *ackStore) ackCall {
+	t.Helper()
 	select {
-	case items := <-s.calls:
-		return items
+	case call := <-s.calls:
+		return call
 	case <-time.After(5 * time.Second):
 		t.Fatal("no store call")
 	}
-	return nil
+	return ackCall{}
 }
 
 // TestAckCoalescer_LoneAckCommitsAtOnce: with nothing in flight an ack is
@@ -153,8 +185,8 @@ func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 		}
 	}
 	select {
-	case items := <-s.calls:
-		t.Fatalf("a second store call (%d items) while the first is in flight and the backlog is small", len(items))
+	case call := <-s.calls:
+		t.Fatalf("a second store call (%d items) while the first is in flight and the backlog is small", len(call.items))
 	default:
 	}
 	s.gate <- struct{}{}
@@ -168,8 +200,8 @@ func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 		wantOwn(t, <-ch, reqs[i])
 	}
 	select {
-	case items := <-s.calls:
-		t.Fatalf("an extra store call of %d items", len(items))
+	case call := <-s.calls:
+		t.Fatalf("an extra store call of %d items", len(call.items))
 	default:
 	}
 }
@@ -190,8 +222,8 @@ func TestAckCoalescer_LargeBacklogStartsAnotherCommit(t *testing.T) {
 	}
 	answers = append(answers, ackAsync(c, ackItems("over", ackConcurrentMin)))
 	select {
-	case items := <-s.calls:
-		t.Fatalf("a commit (%d items) beside %d in flight", len(items), ackCommitsMax)
+	case call := <-s.calls:
+		t.Fatalf("a commit (%d items) beside %d in flight", len(call.items), ackCommitsMax)
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(s.gate)
@@ -262,8 +294,8 @@ func TestAckCoalescer_DatabaseDownFailsEveryoneOnce(t *testing.T) {
 	}
 	nextCall(t, s) // the merged call
 	select {
-	case items := <-s.calls:
-		t.Fatalf("a request ran again alone (%d items) after the database failed", len(items))
+	case call := <-s.calls:
+		t.Fatalf("a request ran again alone (%d items) after the database failed", len(call.items))
 	default:
 	}
 }
@@ -283,6 +315,122 @@ func TestAckCoalescer_CallerDeadline(t *testing.T) {
 	items := ackItems("after", 1)
 	res, err := c.ack(context.Background(), items)
 	wantOwn(t, ackAnswer{res, err}, items)
+}
+
+type extendAnswer struct {
+	ext queengo.LeaseExtension
+	err error
+}
+
+func extendAsync(c *ackCoalescer, lease uuid.UUID) <-chan extendAnswer {
+	ch := make(chan extendAnswer, 1)
+	go func() {
+		ext, err := c.extend(context.Background(), queengo.LeaseExtend{Lease: lease, Seconds: 30})
+		ch <- extendAnswer{ext, err}
+	}()
+	return ch
+}
+
+// wantOwnExtension checks that a caller got the result of its own lease.
+func wantOwnExtension(t *testing.T, a extendAnswer, lease uuid.UUID) {
+	t.Helper()
+	if a.err != nil {
+		t.Fatalf("extend: %v", a.err)
+	}
+	if a.ext.ExpiresAt != lease.String() {
+		t.Fatalf("extension answered for %q, want %s", a.ext.ExpiresAt, lease)
+	}
+}
+
+// TestAckCoalescer_LoneExtendCommitsAtOnce: with nothing in flight a lease
+// extension is one store call of its own, started at once.
+func TestAckCoalescer_LoneExtendCommitsAtOnce(t *testing.T) {
+	s := newAckStore(false)
+	c := newAckCoalescer(s, time.Second)
+	lease := uuid.New()
+	ext, err := c.extend(context.Background(), queengo.LeaseExtend{Lease: lease, Seconds: 30})
+	wantOwnExtension(t, extendAnswer{ext, err}, lease)
+	call := nextStoreCall(t, s)
+	if call.viaAck || len(call.items) != 0 || len(call.extends) != 1 || call.extends[0].Lease != lease || call.extends[0].Seconds != 30 {
+		t.Fatalf("store call %+v, want AckExtend of the one extension", call)
+	}
+}
+
+// TestAckCoalescer_ExtendsRideWithTheNextAckCommit: lease extensions that
+// arrive while an ack commit is in flight wait and go into the next commit
+// with the acks that waited, one store call for all; every caller gets its
+// own result.
+func TestAckCoalescer_ExtendsRideWithTheNextAckCommit(t *testing.T) {
+	s := newAckStore(true)
+	c := newAckCoalescer(s, 5*time.Second)
+	first := ackItems("first", 1)
+	a0 := ackAsync(c, first)
+	if call := nextStoreCall(t, s); !call.viaAck {
+		t.Fatal("a commit of acks only is not one Ack call")
+	}
+	r0, r1 := ackItems("r0", 2), ackItems("r1", 3)
+	l0, l1 := uuid.New(), uuid.New()
+	ch0 := ackAsync(c, r0)
+	waitQueued(t, c, 1)
+	e0 := extendAsync(c, l0)
+	waitQueued(t, c, 2)
+	ch1 := ackAsync(c, r1)
+	waitQueued(t, c, 3)
+	e1 := extendAsync(c, l1)
+	waitQueued(t, c, 4)
+	select {
+	case call := <-s.calls:
+		t.Fatalf("a store call (%d items, %d extensions) while an ack commit is in flight", len(call.items), len(call.extends))
+	default:
+	}
+	s.gate <- struct{}{}
+	wantOwn(t, <-a0, first)
+	merged := nextStoreCall(t, s)
+	if merged.viaAck || len(merged.items) != 5 || len(merged.extends) != 2 ||
+		merged.extends[0].Lease != l0 || merged.extends[1].Lease != l1 {
+		t.Fatalf("the next commit: %d items, %d extensions (via Ack: %v), want one AckExtend of 5 items and both extensions in order",
+			len(merged.items), len(merged.extends), merged.viaAck)
+	}
+	s.gate <- struct{}{}
+	wantOwn(t, <-ch0, r0)
+	wantOwn(t, <-ch1, r1)
+	wantOwnExtension(t, <-e0, l0)
+	wantOwnExtension(t, <-e1, l1)
+	select {
+	case call := <-s.calls:
+		t.Fatalf("an extra store call (%d items, %d extensions)", len(call.items), len(call.extends))
+	default:
+	}
+}
+
+// TestAckCoalescer_FailedSharedCommitRunsExtendsAlone: when a commit
+// carrying acks and an extension fails for a reason of its own, the
+// extension runs alone and gets its own result; only the bad request fails.
+func TestAckCoalescer_FailedSharedCommitRunsExtendsAlone(t *testing.T) {
+	s := newAckStore(true)
+	bad := errors.New("invalid byte sequence")
+	s.fail = func(items []queengo.AckItem) error {
+		for _, it := range items {
+			if it.TransactionID == "bad-0" {
+				return bad
+			}
+		}
+		return nil
+	}
+	c := newAckCoalescer(s, 5*time.Second)
+	a0 := ackAsync(c, ackItems("first", 1))
+	nextCall(t, s)
+	lease := uuid.New()
+	chBad := ackAsync(c, ackItems("bad", 1))
+	waitQueued(t, c, 1)
+	e := extendAsync(c, lease)
+	waitQueued(t, c, 2)
+	close(s.gate)
+	<-a0
+	wantOwnExtension(t, <-e, lease)
+	if a := <-chBad; !errors.Is(a.err, bad) {
+		t.Fatalf("the bad request: %v, want its own error", a.err)
+	}
 }
 
 func waitQueued(t *testing.T, c *ackCoalescer, n int) {

@@ -46,7 +46,7 @@ type Store interface {
 	PopMaintenance(ctx context.Context) (bool, error)
 	SetPopMaintenance(ctx context.Context, on bool) error
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
-	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
+	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
 	DeleteQueue(ctx context.Context, name string) (bool, error)

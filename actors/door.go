@@ -50,9 +50,15 @@ func (b *Broker) queueChanged(name string, deleted bool) {
 // ExtendLease extends every live span of the lease to at least now+seconds;
 // it never shortens one. It returns the earliest new expiry (RFC 3339,
 // milliseconds) or, when the lease is not live, an empty expiry and the
-// store's reason (a per-item result on the wire, not a failure).
-func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error) {
-	return b.cfg.Store.ExtendLease(ctx, lease, seconds)
+// failure (a per-item result on the wire, not an error). The extension
+// rides in the next ack commit (ackCoalescer), or starts one at once when
+// none is in flight; past the request timeout (or ctx's deadline, when
+// earlier) it fails with queengo.ErrTimeout, and may still be applied.
+func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (string, queengo.AckFailure, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	defer cancel()
+	e, err := b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds})
+	return e.ExpiresAt, e.Failure, err
 }
 
 // PopMaintenance reads the pop maintenance switch as stored, the state every

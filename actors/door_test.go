@@ -17,8 +17,12 @@ import (
 
 func (f *fakeStore) SetPopMaintenance(context.Context, bool) error { return nil }
 
-func (f *fakeStore) ExtendLease(context.Context, uuid.UUID, int) (string, string, error) {
-	return "", "Lease not found", nil
+func (f *fakeStore) AckExtend(_ context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	ext := make([]queengo.LeaseExtension, len(extends))
+	for i := range ext {
+		ext[i].Failure = queengo.LeaseNotFound
+	}
+	return make([]queengo.AckResult, len(items)), ext, nil
 }
 
 func (f *fakeStore) Configure(_ context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {

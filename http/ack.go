@@ -256,7 +256,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 	buf = append(buf, '[')
 	k := 0
 	for i := range items {
-		r := queengo.AckResult{Error: reasonLeaseInvalid}
+		r := queengo.AckResult{Failure: queengo.AckLeaseInvalid}
 		if !badLease[i] {
 			r = res[k]
 			k++
@@ -274,7 +274,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 		buf = append(buf, `,"success":`...)
 		buf = appendBool(buf, r.Success)
 		buf = append(buf, `,"error":`...)
-		buf = appendStringOrNull(buf, r.Error)
+		buf = appendStringOrNull(buf, failureText(r.Failure))
 		buf = append(buf, `,"queueName":`...)
 		buf = appendStringOrNull(buf, r.Queue)
 		buf = append(buf, `,"partitionName":`...)
@@ -312,19 +312,22 @@ func (s *Server) handleExtend(ctx *fasthttp.RequestCtx) {
 			seconds = n
 		}
 	}
-	var expires, reason string
+	var (
+		expires string
+		failed  queengo.AckFailure
+	)
 	if lease, err := uuid.Parse(leaseText); err != nil {
-		reason = reasonLeaseNotFound
-	} else if expires, reason, err = s.broker.ExtendLease(ctx, lease, seconds); err != nil {
+		failed = queengo.LeaseNotFound
+	} else if expires, failed, err = s.broker.ExtendLease(ctx, lease, seconds); err != nil {
 		s.writeFailure(ctx, failure(err), err)
 		return
 	}
 	buf := append(make([]byte, 0, 160), `[{"index":0,"leaseId":`...)
 	buf = appendString(buf, leaseText)
 	buf = append(buf, `,"success":`...)
-	buf = appendBool(buf, reason == "")
+	buf = appendBool(buf, failed == "")
 	buf = append(buf, `,"error":`...)
-	buf = appendStringOrNull(buf, reason)
+	buf = appendStringOrNull(buf, failureText(failed))
 	buf = append(buf, `,"expiresAt":`...)
 	buf = appendStringOrNull(buf, expires)
 	buf = append(buf, `}]`...)
@@ -377,7 +380,7 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 				return nil, e
 			}
 			if badLease {
-				e := errTxConflict(reasonLeaseInvalid)
+				e := errTxConflict(queengo.AckLeaseInvalid)
 				return nil, &e
 			}
 			switch it.Status {

@@ -134,12 +134,24 @@ func errOpStatus(status string) apiError {
 	return apiError{fasthttp.StatusBadRequest, "operation_status_unknown", "ACK operation failed: unknown status " + strconv.Quote(status)}
 }
 
-// The per-item failures http itself decides (the store reports its own in
-// AckResult.Error and ExtendLease's reason).
-const (
-	reasonLeaseInvalid  = "Invalid or expired lease" // a leaseId that is not a UUID
-	reasonLeaseNotFound = "Lease not found"          // a lease path that is not a UUID
-)
+// ackFailureText is the wire text of each per-item failure of an ack or a
+// lease extension (queengo.AckFailure: the codes queen.ack and
+// queen.extend_leases return, and the ones http decides itself: a leaseId
+// that is not a UUID is AckLeaseInvalid, a lease path that is not one
+// LeaseNotFound). The texts are the reference server's, which the Queen SDKs
+// and clients match on. Every AckFailure has a row
+// (TestAckFailureTextCoversEveryCode).
+var ackFailureText = map[queengo.AckFailure]string{
+	queengo.AckMessageNotFound: "Message not found",
+	queengo.AckLeaseInvalid:    "Invalid or expired lease",
+	queengo.LeaseExpired:       "Lease already expired",
+	queengo.LeaseNotFound:      "Lease not found",
+}
+
+// failureText is the wire text of f; empty (null on the wire) for none.
+func failureText(f queengo.AckFailure) string {
+	return ackFailureText[f]
+}
 
 // Resources a route addresses that do not exist.
 var (
@@ -165,8 +177,10 @@ func missingEntry(m *queengo.MissingError) apiError {
 }
 
 // errTxConflict is a transaction whose ack did not hold (409, nothing
-// applied); reason is the ack's per-item failure.
-func errTxConflict(reason string) apiError {
+// applied); f is the ack's per-item failure, empty for a status queen.ack
+// does not apply.
+func errTxConflict(f queengo.AckFailure) apiError {
+	reason := failureText(f)
 	if reason == "" {
 		reason = "Unknown error"
 	}
@@ -293,7 +307,7 @@ var typedErrors = []struct {
 func failure(err error) apiError {
 	var c *queengo.ConflictError
 	if errors.As(err, &c) {
-		return errTxConflict(c.Reason)
+		return errTxConflict(c.Failure)
 	}
 	var m *queengo.MissingError
 	if errors.As(err, &m) {

@@ -130,11 +130,11 @@ func TestFailure_Unknown(t *testing.T) {
 }
 
 // TestFailure_Conflict: a transaction's failed ack is a 409 whose message
-// the table makes from the ack's reason; without one it is Queen's "Unknown
+// the table makes from the ack's failure code; without one it is Queen's "Unknown
 // error". A resource route's ErrNotFound is that resource's 404.
 func TestFailure_Conflict(t *testing.T) {
 	t.Parallel()
-	err := fmt.Errorf("error in transaction: %w", &queengo.ConflictError{Op: 3, Reason: "Invalid or expired lease"})
+	err := fmt.Errorf("error in transaction: %w", &queengo.ConflictError{Op: 3, Failure: queengo.AckLeaseInvalid})
 	if !errors.Is(err, queengo.ErrConflict) {
 		t.Fatal("a ConflictError does not match ErrConflict")
 	}
@@ -173,7 +173,7 @@ func TestErrorTable_WireMessages(t *testing.T) {
 		{errMessageNotFound, 404, `{"error":"Message not found"}`},
 		{errDeadLetterNotFound, 404, `{"error":"dead letter not found"}`},
 		{errEmptyBody, 400, `{"error":"Empty request body"}`},
-		{errTxConflict("Message not found"), 409, `{"error":"ACK operation failed: Message not found"}`},
+		{errTxConflict(queengo.AckMessageNotFound), 409, `{"error":"ACK operation failed: Message not found"}`},
 		{errQueueFull, 409, `{"error":"queue is full: it holds maxSize unconsumed messages"}`},
 		{errEncryptionUnavailable, 400, `{"error":"encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the broker"}`},
 	} {
@@ -258,5 +258,25 @@ func TestFailure_MissingNamesItsThing(t *testing.T) {
 	}
 	if got := failureOf(fmt.Errorf("x: %w", queengo.ErrNotFound), errMessageNotFound); got != errMessageNotFound {
 		t.Errorf("failureOf(ErrNotFound) = %+v", got)
+	}
+}
+
+// TestAckFailureTextCoversEveryCode: every per-item failure code of package
+// queengo has its wire text, and no two codes share one.
+func TestAckFailureTextCoversEveryCode(t *testing.T) {
+	t.Parallel()
+	seen := map[string]queengo.AckFailure{}
+	for _, f := range queengo.AckFailures {
+		text := failureText(f)
+		if text == "" {
+			t.Errorf("AckFailure %q has no text in ackFailureText", f)
+		}
+		if g, dup := seen[text]; dup {
+			t.Errorf("AckFailures %q and %q share the text %q", g, f, text)
+		}
+		seen[text] = f
+	}
+	if len(ackFailureText) != len(queengo.AckFailures) {
+		t.Errorf("ackFailureText has %d rows for %d codes", len(ackFailureText), len(queengo.AckFailures))
 	}
 }

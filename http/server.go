@@ -32,7 +32,7 @@ type Broker interface {
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
-	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error)
+	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt string, failure queengo.AckFailure, err error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
 	DeleteQueue(ctx context.Context, name string) (existed bool, err error)

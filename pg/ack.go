@@ -31,7 +31,11 @@ type queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.AckResult, error) {
+// ackSQL applies acknowledgements; ackArgs are its arguments.
+const ackSQL = `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
+FROM queen.ack($1, $2, $3, $4, $5, $6)`
+
+func ackArgs(items []queengo.AckItem) []any {
 	parts := make([]uuid.UUID, len(items))
 	txids := make([]string, len(items))
 	statuses := make([]string, len(items))
@@ -42,42 +46,135 @@ func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.Ack
 		parts[i], txids[i], statuses[i], groups[i], errs[i] = it.PartitionID, it.TransactionID, it.Status, it.Group, it.Error
 		leases[i] = pgUUID(it.LeaseID)
 	}
-	rows, err := q.Query(ctx, `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
-FROM queen.ack($1, $2, $3, $4, $5, $6)`, pgUUIDs(parts), txids, statuses, groups, leases, errs)
+	return []any{pgUUIDs(parts), txids, statuses, groups, leases, errs}
+}
+
+func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	rows, err := q.Query(ctx, ackSQL, ackArgs(items)...)
 	if err != nil {
 		return nil, err
 	}
+	return scanAcks(rows, len(items))
+}
+
+// scanAcks reads the n results of ackSQL and closes rows.
+func scanAcks(rows pgx.Rows, n int) ([]queengo.AckResult, error) {
 	defer rows.Close()
-	out := make([]queengo.AckResult, len(items))
+	out := make([]queengo.AckResult, n)
 	for rows.Next() {
 		var (
-			idx                   int32
-			r                     queengo.AckResult
-			errText, qname, pname pgtype.Text
+			idx                int32
+			r                  queengo.AckResult
+			code, qname, pname pgtype.Text
 		)
-		if err := rows.Scan(&idx, &r.Success, &errText, &r.LeaseReleased, &r.DLQ, &qname, &pname); err != nil {
+		if err := rows.Scan(&idx, &r.Success, &code, &r.LeaseReleased, &r.DLQ, &qname, &pname); err != nil {
 			return nil, err
 		}
-		r.Error, r.Queue, r.Partition = errText.String, qname.String, pname.String
+		if idx < 1 || int(idx) > n {
+			return nil, fmt.Errorf("queen.ack answered item %d of %d", idx, n)
+		}
+		var err error
+		if r.Failure, err = ackFailure(code); err != nil {
+			return nil, err
+		}
+		r.Queue, r.Partition = qname.String, pname.String
 		out[idx-1] = r
 	}
 	return out, rows.Err()
 }
 
-// ExtendLease extends every live span of the lease to at least now+seconds.
-// It returns the earliest new expiry (RFC 3339, milliseconds) or, when the
-// lease is not live, an empty expiry and the reason.
-func (s *Store) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt, reason string, err error) {
-	err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		var e, r pgtype.Text
-		if err := c.QueryRow(ctx, `SELECT expires_at, reason FROM queen.extend_lease($1, $2)`, lease, seconds).Scan(&e, &r); err != nil {
+// ackFailure reads a failure code of queen.ack or queen.extend_leases: NULL
+// is none, anything else must be a queengo.AckFailure.
+func ackFailure(code pgtype.Text) (queengo.AckFailure, error) {
+	if !code.Valid {
+		return "", nil
+	}
+	for _, f := range queengo.AckFailures {
+		if string(f) == code.String {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown ack failure code %q", code.String)
+}
+
+// AckExtend applies the lease extensions and then the acknowledgements in
+// one transaction (one round trip: the two statements are pipelined, and
+// a pipeline without transaction commands runs as one implicit transaction
+// in PostgreSQL). It returns one result per item and per extension, in
+// input order. The extensions lock every cursor either statement writes in
+// (partition, group) order, so the transaction takes its locks in the order
+// a lone ack or extension does (see queen.extend_leases).
+//
+// Extensions go first: a caller's extension and its concurrent ack promise
+// each other no order, and this one never fails an extension because an ack
+// of the same commit released its lease.
+func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	leases := make([]uuid.UUID, len(extends))
+	seconds := make([]int, len(extends))
+	for i, e := range extends {
+		leases[i], seconds[i] = e.Lease, e.Seconds
+	}
+	parts := make([]uuid.UUID, len(items))
+	groups := make([]string, len(items))
+	for i, it := range items {
+		parts[i], groups[i] = it.PartitionID, it.Group
+	}
+	var (
+		acks []queengo.AckResult
+		ext  []queengo.LeaseExtension
+	)
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT idx, expires_at, failure FROM queen.extend_leases($1, $2, $3, $4)`,
+			pgUUIDs(leases), seconds, pgUUIDs(parts), groups)
+		if len(items) > 0 {
+			b.Queue(ackSQL, ackArgs(items)...)
+		}
+		br := c.SendBatch(ctx, b)
+		defer br.Close()
+		rows, err := br.Query()
+		if err != nil {
 			return err
 		}
-		expiresAt, reason = e.String, r.String
-		return nil
+		if ext, err = scanExtends(rows, len(extends)); err != nil {
+			return err
+		}
+		if len(items) > 0 {
+			if rows, err = br.Query(); err != nil {
+				return err
+			}
+			if acks, err = scanAcks(rows, len(items)); err != nil {
+				return err
+			}
+		}
+		return br.Close()
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("error extending lease: %w", err)
+		return nil, nil, fmt.Errorf("error acking and extending leases: %w", err)
 	}
-	return expiresAt, reason, nil
+	return acks, ext, nil
+}
+
+// scanExtends reads the n results of queen.extend_leases and closes rows.
+func scanExtends(rows pgx.Rows, n int) ([]queengo.LeaseExtension, error) {
+	defer rows.Close()
+	out := make([]queengo.LeaseExtension, n)
+	for rows.Next() {
+		var (
+			idx           int32
+			expires, code pgtype.Text
+		)
+		if err := rows.Scan(&idx, &expires, &code); err != nil {
+			return nil, err
+		}
+		if idx < 1 || int(idx) > n {
+			return nil, fmt.Errorf("queen.extend_leases answered item %d of %d", idx, n)
+		}
+		f, err := ackFailure(code)
+		if err != nil {
+			return nil, err
+		}
+		out[idx-1] = queengo.LeaseExtension{ExpiresAt: expires.String, Failure: f}
+	}
+	return out, rows.Err()
 }

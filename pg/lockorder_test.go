@@ -189,7 +189,7 @@ func TestLockOrder_AckNeverWaitsForWriter(t *testing.T) {
 	}
 }
 
-// TestLockOrder_ExtendLeaseLocksCursorsInAckOrder: queen.extend_lease
+// TestLockOrder_ExtendLeaseLocksCursorsInAckOrder: queen.extend_leases
 // locks a lease's cursor rows in (partition, group) order, the order an ack
 // locks them in. While another session holds the lower one, it waits for
 // it without holding the higher one, whatever the rows' physical order.
@@ -235,8 +235,8 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 	}
 	done := make(chan error, 1)
 	go func() {
-		var expires, reason *string
-		err := extender.QueryRow(ctx, `SELECT expires_at, reason FROM queen.extend_lease($1, 120)`, lease.String()).Scan(&expires, &reason)
+		var expires, failure *string
+		err := extender.QueryRow(ctx, `SELECT expires_at, failure FROM queen.extend_leases(ARRAY[$1::uuid], '{120}', '{}', '{}')`, lease.String()).Scan(&expires, &failure)
 		if err == nil && expires == nil {
 			err = errors.New("lease not extended")
 		}
@@ -249,7 +249,7 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 		}
 	}
 	if !waiting {
-		t.Fatal("extend_lease did not wait for the locked cursor")
+		t.Fatal("extend_leases did not wait for the locked cursor")
 	}
 	probe := session(t, "10s")
 	ptx, err := probe.Begin(ctx)
@@ -259,11 +259,11 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'extend' FOR UPDATE NOWAIT`, hi.String())
 	_ = ptx.Rollback(ctx)
 	if err != nil {
-		t.Fatalf("extend_lease holds the higher cursor while it waits for the lower one (an ack holding the lower one would deadlock with it): %v", err)
+		t.Fatalf("extend_leases holds the higher cursor while it waits for the lower one (an ack holding the lower one would deadlock with it): %v", err)
 	}
 	_ = tx.Rollback(ctx)
 	if err := <-done; err != nil {
-		t.Fatalf("extend_lease: %v", err)
+		t.Fatalf("extend_leases: %v", err)
 	}
 }
 

@@ -94,7 +94,7 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 			for k, r := range res {
 				out[at[k]].Ack = r
 				if !r.Success {
-					return &queengo.ConflictError{Op: at[k], Reason: r.Error}
+					return &queengo.ConflictError{Op: at[k], Failure: r.Failure}
 				}
 			}
 		}

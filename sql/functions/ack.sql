@@ -36,7 +36,10 @@ $$;
 -- failed (budget left) or retry ends the lease at once, keeps the resolved
 -- prefix, drops the acks beyond it, and for failed delays the rest by
 -- retryDelay. D4: the (retryLimit+1)-th failure of an offset dead-letters it.
--- Per-item problems are results, not errors.
+-- Per-item problems are results, not errors: the column error carries a
+-- stable code (queengo.AckFailure: 'message_not_found', 'lease_invalid'),
+-- never text; http renders the text. (The column keeps its name so that the
+-- function's row type, and so its signature, stays the same.)
 --
 -- The statements run do not depend on the number of items: one resolving
 -- them, one locking their cursors (in (partition, group) order), one
@@ -128,7 +131,7 @@ BEGIN
         queue_name := NULL; partition_name := NULL; v_fails := NULL;
         v_status := p_statuses[t.i];
         IF t.off IS NULL THEN
-            error := 'Message not found';
+            error := 'message_not_found';
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -160,7 +163,7 @@ BEGIN
 
         IF NOT v_found OR v_lease IS NULL OR v_expires <= v_now OR t.off <= v_committed OR t.off > v_end
            OR (p_leases[t.i] IS NOT NULL AND p_leases[t.i] <> v_lease) THEN
-            error := 'Invalid or expired lease';
+            error := 'lease_invalid';
             RETURN NEXT;
             CONTINUE;
         END IF;

@@ -1,7 +1,9 @@
 package acktest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,27 +158,28 @@ func TestL1_ExtendEmptyBodyMeans60(t *testing.T) {
 }
 
 // L-2 and L-3: an unknown lease, one that already expired, and one that an
-// ack already ended are per-item failures (success false, an error text,
-// expiresAt null) inside a 200; an expired lease is not revived.
+// ack already ended are per-item failures (success false, the reference
+// server's text, expiresAt null) inside a 200; an expired lease is not
+// revived.
 func TestL3_ExtendUnknownOrExpiredLeaseIsItemFailure(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := apitest.Unique(t, "l3-fail")
 	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	fail := func(lease string) {
+	fail := func(lease, text string) {
 		t.Helper()
 		e := extend(t, s, lease, map[string]any{"seconds": 30})
-		if e.Success || e.Error == nil || *e.Error == "" || e.ExpiresAt != nil {
-			t.Fatalf("extend %s: want a failure, got %+v", lease, e)
+		if e.Success || e.Error == nil || *e.Error != text || e.ExpiresAt != nil {
+			t.Fatalf("extend %s: want the failure %q, got %+v", lease, text, e)
 		}
 	}
-	fail(uuid.NewString())
-	fail("not-a-lease")
+	fail(uuid.NewString(), "Lease not found")
+	fail("not-a-lease", "Lease not found")
 
 	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "1"))
 	time.Sleep(1100 * time.Millisecond)
-	fail(p.LeaseID)
+	fail(p.LeaseID, "Lease already expired")
 	if c := apitest.ReadCursor(t, pid, ""); c.Live {
 		t.Fatalf("the expired lease was revived: %+v", c)
 	}
@@ -188,5 +191,100 @@ func TestL3_ExtendUnknownOrExpiredLeaseIsItemFailure(t *testing.T) {
 	if r := s.AckOK(t, p2.Messages[0], "completed", ""); !r.LeaseReleased {
 		t.Fatalf("%+v", r)
 	}
-	fail(p2.LeaseID)
+	fail(p2.LeaseID, "Lease not found")
+}
+
+// L-2: an extend that arrives while an ack commit is in flight rides in the
+// next ack commit and is answered with its own result once that commit is
+// done; the ack in flight is answered with its own result too. A statement
+// of the test holds the acked message's cursor row (pg_sleep with the row
+// locked) so that the ack commit stays in flight; the extend's lease lives
+// on another queue, so only riding behind the ack can delay it. The broker
+// is the test's own: holding the ack path would stall the shared one.
+func TestL2_ExtendRidesWithAckInFlight(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t)
+	qa, qb := apitest.Unique(t, "l2-ride-a"), apitest.Unique(t, "l2-ride-b")
+	pa := s.PushN(t, qa, "", 1)[0].PartitionID
+	pb := s.PushN(t, qb, "", 1)[0].PartitionID
+	ma := s.PopOK(t, apitest.PopQueue(qa, "leaseSeconds", "30")).Messages[0]
+	leaseB := s.PopOK(t, apitest.PopQueue(qb, "leaseSeconds", "10")).LeaseID
+
+	// Hold qa's cursor row for a few seconds: long enough for the steps
+	// below on a loaded machine, short against the request timeout.
+	held := make(chan error, 1)
+	go func() {
+		held <- apitest.DB.Exec(`SELECT pg_sleep(4) FROM (SELECT 1 FROM queen.cursors
+ WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE) x`, pa, apitest.QueueMode)
+	}()
+	holder := waitBackend(t, `SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%FOR UPDATE%'
+   AND datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()`, "queen.cursors")
+
+	acked := make(chan error, 1)
+	go func() {
+		res, err := s.AckBatchCtx(context.Background(), "", []map[string]any{apitest.AckItem(ma, "completed")})
+		if err == nil && (len(res) != 1 || !res[0].Success || !res[0].LeaseReleased) {
+			err = fmt.Errorf("ack results %+v, want one success that released the lease", res)
+		}
+		acked <- err
+	}()
+	waitBackend(t, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%queen.ack(%'`, holder)
+
+	extended := make(chan *apitest.Response, 1)
+	extendErr := make(chan error, 1)
+	go func() {
+		r, err := s.DoCtx(context.Background(), "POST", "/api/v1/lease/"+leaseB+"/extend", map[string]any{"seconds": 120})
+		if err != nil {
+			extendErr <- err
+			return
+		}
+		extended <- r
+	}()
+	// While the ack holds the commit, the extend is not applied: qb's cursor
+	// keeps its 10 s lease for as long as the holder runs. The holder is
+	// checked after the cursor is read: still running then, it was running
+	// during the read.
+	for active := true; active; time.Sleep(20 * time.Millisecond) {
+		c := apitest.ReadCursor(t, pb, "")
+		active = apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'`, holder) == 1
+		if active && c.ExpiresIn > 11 {
+			t.Fatalf("qb's lease was extended while the ack commit was in flight: %+v", c)
+		}
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatalf("the ack in flight: %v", err)
+	}
+	var r *apitest.Response
+	select {
+	case r = <-extended:
+	case err := <-extendErr:
+		t.Fatalf("the extend: %v", err)
+	}
+	var out []extendRes
+	r.JSON(t, &out)
+	if r.Status != 200 || len(out) != 1 || !out[0].Success || out[0].Error != nil || out[0].ExpiresAt == nil || out[0].LeaseID != leaseB {
+		t.Fatalf("the extend that rode with the ack: %d %s", r.Status, r.Body)
+	}
+	if c := apitest.ReadCursor(t, pb, ""); !c.Live || c.ExpiresIn < 100 {
+		t.Fatalf("qb's lease after the extend: %+v", c)
+	}
+}
+
+// waitBackend waits until query (with arg) finds a backend and returns its
+// pid.
+func waitBackend(t *testing.T, query string, arg any) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var pid int64
+		err := apitest.DB.QueryRow(query, []any{arg}, &pid)
+		if err == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no backend for %s: %v", query, err)
+		}
+	}
 }

@@ -1,0 +1,139 @@
+package pg_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// TestAckExtend_OneCommitExtendsThenAcks: AckExtend answers every extension
+// and every ack item with its own result and typed failure code, and applies
+// the extensions before the acks: an extension of a lease that an ack of the
+// same call releases succeeds, and the ack still releases it.
+func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a", "b")
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+		Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	acks, ext, err := s.AckExtend(ctx,
+		[]queengo.AckItem{
+			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease},
+			{PartitionID: parts[1], TransactionID: "nope", Status: "completed", Group: queengo.QueueModeGroup},
+			{PartitionID: parts[1], TransactionID: "m-b", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: uuid.New()},
+		},
+		[]queengo.LeaseExtend{{Lease: lease, Seconds: 120}, {Lease: uuid.New(), Seconds: 120}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ext) != 2 || ext[0].Failure != "" || ext[0].ExpiresAt == "" || ext[1].Failure != queengo.LeaseNotFound || ext[1].ExpiresAt != "" {
+		t.Fatalf("extensions: %+v, want the live lease extended and the unknown one lease_not_found", ext)
+	}
+	want := []queengo.AckResult{
+		{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "a"},
+		{Failure: queengo.AckMessageNotFound},
+		{Failure: queengo.AckLeaseInvalid, Queue: q.Name, Partition: "b"},
+	}
+	if len(acks) != len(want) {
+		t.Fatalf("%d ack results, want %d", len(acks), len(want))
+	}
+	for i := range want {
+		if acks[i] != want[i] {
+			t.Errorf("ack %d: %+v, want %+v", i, acks[i], want[i])
+		}
+	}
+	// Partition b's span is still under the lease, now extended; a's ended.
+	_, ext, err = s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 1}})
+	if err != nil || len(ext) != 1 || ext[0].ExpiresAt == "" {
+		t.Fatalf("extending the lease of b alone: %+v %v", ext, err)
+	}
+}
+
+// TestLockOrder_AckExtendLocksAllCursorsInOneOrder: a commit carrying an
+// extend and an ack locks the cursors of both in one (partition, group)
+// pass. Here the extend's lease is on the higher cursor and the ack on the
+// lower one, which another session holds: the commit waits for the lower
+// one without holding the higher one (locking the lease's cursor first
+// would take them out of order, and an ack of both holding the lower one
+// would deadlock with it).
+func TestLockOrder_AckExtendLocksAllCursorsInOneOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	_, parts := lockQueue(t, s, "a", "b")
+	lo, hi := parts[0], parts[1]
+	nameLo := "a"
+	if bytes.Compare(lo[:], hi[:]) > 0 {
+		lo, hi, nameLo = hi, lo, "b"
+	}
+	lease := uuid.Must(uuid.NewV7())
+	setup := session(t, "10s")
+	for _, c := range []struct {
+		part  uuid.UUID
+		lease any
+	}{{lo, uuid.Must(uuid.NewV7()).String()}, {hi, lease.String()}} {
+		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
+VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String(), c.lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := session(t, "10s")
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, lo.String()); err != nil {
+		t.Fatal(err)
+	}
+	var holderPID uint32
+	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, ext, err := s.AckExtend(ctx,
+			[]queengo.AckItem{{PartitionID: lo, TransactionID: "m-" + nameLo, Status: "completed", Group: "merged"}},
+			[]queengo.LeaseExtend{{Lease: lease, Seconds: 120}})
+		if err == nil && ext[0].ExpiresAt == "" {
+			err = fmt.Errorf("lease not extended: %+v", ext[0])
+		}
+		done <- err
+	}()
+	waiting := false
+	for deadline := time.Now().Add(5 * time.Second); !waiting && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := setup.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
+			holderPID).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waiting {
+		t.Fatal("AckExtend did not wait for the locked cursor")
+	}
+	probe := session(t, "10s")
+	ptx, err := probe.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE NOWAIT`, hi.String())
+	_ = ptx.Rollback(ctx)
+	if err != nil {
+		t.Fatalf("AckExtend holds the higher cursor while it waits for the lower one: %v", err)
+	}
+	_ = tx.Rollback(ctx)
+	if err := <-done; err != nil {
+		t.Fatalf("AckExtend: %v", err)
+	}
+}
