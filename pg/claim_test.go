@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
+	"github.com/queengo/queengo/pg/pgtest"
 )
 
 // claimQueue creates a queue whose partitions p0, p1, ... hold counts[i]
@@ -203,5 +208,90 @@ func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s delivered %d times", tx, n)
 		}
+	}
+}
+
+// TestClaimPlans: claim_take reaches every cursor row by its primary key,
+// never through cursors_group (every cursor of the group, once per
+// partition), on a database that was never analyzed: the statistics a
+// broker's generic plans see when it starts on a young database. The
+// statements run inside PL/pgSQL, so auto_explain sends their plans.
+func TestClaimPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := pgtest.Create("pgclaimplan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop() })
+	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 1, AcquireTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.HasPrefix(n.Message, "duration:") {
+			mu.Lock()
+			plans = append(plans, n.Message)
+			mu.Unlock()
+		}
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	// 100 partitions of 10 messages, a cursor of group g on each.
+	for _, q := range []string{
+		`INSERT INTO queen.queues (name) VALUES ('plan')`,
+		`INSERT INTO queen.partitions (queue_id, name, head, last_write_at)
+		  SELECT q.id, 'p' || j, 10, now() - interval '1 minute' FROM queen.queues q, generate_series(1, 100) j`,
+		`INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, ends, frames)
+		  SELECT p.id, 1, 10, now(), '{1,2,3,4,5,6,7,8,9,10}', '\x00010203040506070809'::bytea FROM queen.partitions p`,
+		`INSERT INTO queen.cursors (partition_id, consumer_group, committed) SELECT p.id, 'g', 0 FROM queen.partitions p`,
+		`LOAD 'auto_explain'`,
+		`SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`,
+		`SET client_min_messages = log`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// Five pops of a lease each, in a transaction rolled back.
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var rows int
+	err = tx.QueryRow(ctx, `SELECT count(*) FROM queen.claim_take(ARRAY(SELECT id FROM queen.queues), 'g', false,
+		ARRAY(SELECT id FROM queen.partitions), NULL, '{1,2,3,4,5}', '{1,1,1,1,1}', '{0,0,0,0,0}', '{0,0,0,0,0}',
+		'{f,f,f,f,f}', ARRAY[gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid()])`).Scan(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	text := strings.Join(plans, "\n\n")
+	mu.Unlock()
+	// 5 taken rows and their 5 segments, then the 95 partitions left.
+	if rows != 105 {
+		t.Fatalf("claim_take returned %d rows, want 105", rows)
+	}
+	if !strings.Contains(text, "cursors") {
+		t.Fatalf("no plan of claim_take's statement was sent:\n%s", text)
+	}
+	t.Logf("%d plans\n%s", len(plans), text)
+	if strings.Contains(text, "cursors_group") {
+		t.Errorf("claim_take reads cursors through cursors_group:\n%s", text)
 	}
 }

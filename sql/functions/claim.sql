@@ -118,7 +118,11 @@ LANGUAGE sql STABLE AS $$
                     SELECT u.k, u.pid FROM unnest(p_cand_groups, p_cand_parts) AS u(k, pid)) s
               JOIN queen.partitions p ON p.id = s.pid
               JOIN queen.queues q ON q.id = p.queue_id
-              LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = p_groups[s.k]
+              -- COLLATE "C" (equality is the same under any deterministic
+              -- collation) keeps the planner off cursors_group: with the
+              -- statistics of a young database the cached generic plan
+              -- scanned every cursor of the group once per partition.
+              LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = p_groups[s.k] COLLATE "C"
              WHERE p.queue_id = ANY (p_queue_ids)
                AND (c.partition_id IS NULL
                     OR (p.head > c.committed
@@ -255,7 +259,7 @@ BEGIN
                     THEN queen.deliverable_head(p.id, p.head, q.delayed_processing, now())
                     ELSE p.head END - c.committed AS avail
           FROM pool
-          JOIN queen.cursors c ON c.partition_id = pool.pid AND c.consumer_group = p_group
+          JOIN queen.cursors c ON c.partition_id = pool.pid AND c.consumer_group = p_group COLLATE "C" -- see claimable
           JOIN queen.partitions p ON p.id = c.partition_id
           JOIN queen.queues q ON q.id = p.queue_id
          WHERE NOT pool.missing
@@ -274,7 +278,9 @@ BEGIN
          CROSS JOIN LATERAL (SELECT ARRAY(SELECT t0."offset" FROM queen.tombstones t0
                                            WHERE t0.partition_id = l.pid AND t0."offset" > l.committed
                                              AND t0."offset" <= l.committed + l.avail
-                                           ORDER BY t0."offset") AS tomb) t
+                                           ORDER BY t0."offset") AS tomb
+                             OFFSET 0) t -- one probe per row: pulled up, the
+                                         -- subquery ran once per use of tomb
     ), cut0 AS (
         -- Greedy in slot order: a row gives what it holds, up to what its
         -- pop's budget has left after the rows before it.
@@ -315,7 +321,8 @@ BEGIN
                total_consumed = c.total_consumed + CASE WHEN p_auto_acks[s.claim_no] THEN s.take ELSE 0 END,
                last_consumed_at = now()
           FROM spans s
-         WHERE c.partition_id = s.pid AND c.consumer_group = p_group AND s.take > 0 AND NOT s.hold
+         WHERE c.partition_id = s.pid AND c.consumer_group = p_group COLLATE "C" -- see claimable
+           AND s.take > 0 AND NOT s.hold
         RETURNING c.partition_id
     )
     SELECT s.ord, s.claim_no, s.take, s.hold, s.pid, s.pname, s.qname, s.committed + 1, 1000::bigint * s.secs,
