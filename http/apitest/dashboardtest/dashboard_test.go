@@ -2,6 +2,7 @@ package dashboardtest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -132,8 +133,15 @@ func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 		b.screenshot(t, "overview")
 
 		// A phone's width: the page scrolls only inside its tables.
+		// The charts follow the new width from a ResizeObserver callback,
+		// which runs after the next layout: the page gets until waitFor.
 		b.run(t, "phone viewport", chromedp.EmulateViewport(390, 844))
-		if eval[bool](t, b, "measuring", `document.documentElement.scrollWidth > window.innerWidth`) {
+		if err := apitest.Eventually(waitFor, 100*time.Millisecond, func() error {
+			if eval[bool](t, b, "measuring", `document.documentElement.scrollWidth > window.innerWidth`) {
+				return errors.New("wider than the screen")
+			}
+			return nil
+		}); err != nil {
 			t.Errorf("at 390 px the overview is wider than the screen")
 		}
 		b.screenshot(t, "overview-phone")
