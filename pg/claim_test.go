@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
@@ -232,24 +230,7 @@ func TestClaimPlans(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var plans []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if strings.HasPrefix(n.Message, "duration:") {
-			mu.Lock()
-			plans = append(plans, n.Message)
-			mu.Unlock()
-		}
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
+	c := openExplain(t, db.URL)
 	// 100 partitions of 10 messages, a cursor of group g on each.
 	for _, q := range []string{
 		`INSERT INTO queen.queues (name) VALUES ('plan')`,
@@ -258,15 +239,12 @@ func TestClaimPlans(t *testing.T) {
 		`INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, ends, frames)
 		  SELECT p.id, 1, 10, now(), '{1,2,3,4,5,6,7,8,9,10}', '\x00010203040506070809'::bytea FROM queen.partitions p`,
 		`INSERT INTO queen.cursors (partition_id, consumer_group, committed) SELECT p.id, 'g', 0 FROM queen.partitions p`,
-		`LOAD 'auto_explain'`,
-		`SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`,
-		`SET client_min_messages = log`,
 	} {
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	c.take()
 	// Five pops of a lease each, in a transaction rolled back.
 	tx, err := c.Begin(ctx)
 	if err != nil {
@@ -280,9 +258,8 @@ func TestClaimPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
+	plans := c.take()
 	text := strings.Join(plans, "\n\n")
-	mu.Unlock()
 	// 5 taken rows and their 5 segments, then the 95 partitions left.
 	if rows != 105 {
 		t.Fatalf("claim_take returned %d rows, want 105", rows)

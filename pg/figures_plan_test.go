@@ -3,11 +3,7 @@ package pg_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestFigurePlans: the broker-wide figures (the overview's partition
@@ -22,50 +18,18 @@ func TestFigurePlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, c0 := groupsDB(t, 300, 10, 20, 3)
-	cfg, err := pgx.ParseConfig(c0.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var plans []string
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		if strings.HasPrefix(n.Message, "duration:") {
-			mu.Lock()
-			plans = append(plans, n.Message)
-			mu.Unlock()
-		}
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	for _, set := range []string{
-		`LOAD 'auto_explain'`,
-		`SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`,
-		`SET auto_explain.log_analyze = on`,
-		`SET auto_explain.log_timing = off`,
-		`SET client_min_messages = log`,
-	} {
-		if _, err := c.Exec(ctx, set); err != nil {
-			t.Fatalf("%s: %v", set, err)
-		}
-	}
+	c := openExplain(t, c0.Config().ConnString())
 	for _, q := range []string{
 		`SELECT count(*) FROM queen.partition_figures(NULL, false)`,
 		`SELECT * FROM queen.cursor_lag()`,
 		`SELECT count(*) FROM queen.status_queues(NULL)`,
 	} {
-		mu.Lock()
-		plans = plans[:0]
-		mu.Unlock()
+		c.take()
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
+		plans := c.take()
 		text := strings.Join(plans, "\n\n")
-		mu.Unlock()
 		if len(plans) < 2 {
 			t.Fatalf("%s: %d plans sent, want the statement's and its nested ones:\n%s", q, len(plans), text)
 		}
