@@ -336,6 +336,29 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// openPipeline prepares layout l on tgt and opens producers publishers and
+// l.Consumers consumers of one group, for the scenarios that push and
+// consume at once; done closes both and removes the layout.
+func openPipeline(ctx context.Context, env *Env, tgt Target, l Layout, producers int) (pubs []Publisher, cons []Consumer, done func(), err error) {
+	if err := tgt.Prepare(ctx, l); err != nil {
+		return nil, nil, nil, err
+	}
+	if pubs, err = openPublishers(ctx, tgt, producers); err != nil {
+		env.cleanup(tgt)
+		return nil, nil, nil, err
+	}
+	if cons, err = openConsumers(ctx, tgt, 1, l.Consumers); err != nil {
+		closeAll(pubs)
+		env.cleanup(tgt)
+		return nil, nil, nil, err
+	}
+	return pubs, cons, func() {
+		closeAll(cons)
+		closeAll(pubs)
+		env.cleanup(tgt)
+	}, nil
+}
+
 // openConsumers opens perGroup consumers for each of groups consumer
 // groups, one after another; consumer i is in group i/perGroup. On a
 // failure it closes those it opened.

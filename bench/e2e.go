@@ -87,20 +87,11 @@ func runE2E(ctx context.Context, env *Env, tgt Target, p E2EParams) (*Result, er
 	l := Layout{Name: fmt.Sprintf("bench-e2e-%s-%s-b%d", env.Run, tgt.Name(), p.Batch),
 		Partitions: p.Partitions, Groups: 1, Batch: max(p.Batch, p.ConsumeBatch), Consumers: p.Consumers,
 		PopPartitions: p.PopPartitions, PopTimeout: p.PopTimeout}
-	if err := tgt.Prepare(ctx, l); err != nil {
-		return nil, err
-	}
-	defer env.cleanup(tgt)
-	pubs, err := openPublishers(ctx, tgt, p.Producers)
+	pubs, cons, done, err := openPipeline(ctx, env, tgt, l, p.Producers)
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll(pubs)
-	cons, err := openConsumers(ctx, tgt, 1, p.Consumers)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll(cons)
+	defer done()
 
 	interval := time.Duration(float64(p.Producers*p.Batch) / p.Rate * float64(time.Second))
 	env.logf("e2e %s: %d producers x batch %d every %s (%.0f msg/s offered), %d consumers, %s",

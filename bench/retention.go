@@ -371,20 +371,11 @@ func runLiveLoad(ctx context.Context, env *Env, newTgt func(int) (*queenTarget, 
 	}
 	l := Layout{Name: name, Partitions: p.Partitions, Groups: 1, Batch: max(p.Batch, p.ConsumeBatch),
 		Consumers: p.Consumers, PopPartitions: p.PopPartitions, PopTimeout: p.PopTimeout}
-	if err := tgt.Prepare(ctx, l); err != nil {
-		return nil, err
-	}
-	defer env.cleanup(tgt)
-	pubs, err := openPublishers(ctx, tgt, p.Connections)
+	pubs, cons, done, err := openPipeline(ctx, env, tgt, l, p.Connections)
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll(pubs)
-	cons, err := openConsumers(ctx, tgt, 1, p.Consumers)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll(cons)
+	defer done()
 
 	env.logf("retention, %s: %d producers x batch %d, %d consumers x batch %d on %s, %s",
 		phase, p.Connections, p.Batch, p.Consumers, p.ConsumeBatch, name, p.Phase)
