@@ -245,14 +245,7 @@ func TestAckCoalescer_LargeBacklogStartsAnotherCommit(t *testing.T) {
 func TestAckCoalescer_OneBadRequestFailsOnlyItself(t *testing.T) {
 	s := newAckStore(true)
 	bad := errors.New("invalid byte sequence")
-	s.fail = func(items []queengo.AckItem) error {
-		for _, it := range items {
-			if it.TransactionID == "bad-0" {
-				return bad
-			}
-		}
-		return nil
-	}
+	s.fail = failOn("bad-0", bad)
 	c := newAckCoalescer(s, 5*time.Second)
 	a0 := ackAsync(c, ackItems("first", 1))
 	nextCall(t, s)
@@ -409,14 +402,7 @@ func TestAckCoalescer_ExtendsRideWithTheNextAckCommit(t *testing.T) {
 func TestAckCoalescer_FailedSharedCommitRunsExtendsAlone(t *testing.T) {
 	s := newAckStore(true)
 	bad := errors.New("invalid byte sequence")
-	s.fail = func(items []queengo.AckItem) error {
-		for _, it := range items {
-			if it.TransactionID == "bad-0" {
-				return bad
-			}
-		}
-		return nil
-	}
+	s.fail = failOn("bad-0", bad)
 	c := newAckCoalescer(s, 5*time.Second)
 	a0 := ackAsync(c, ackItems("first", 1))
 	nextCall(t, s)
@@ -445,5 +431,17 @@ func waitQueued(t *testing.T, c *ackCoalescer, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d requests queued", k, n)
 		}
+	}
+}
+
+// failOn fails every store call carrying the item with transaction id tx.
+func failOn(tx string, err error) func([]queengo.AckItem) error {
+	return func(items []queengo.AckItem) error {
+		for _, it := range items {
+			if it.TransactionID == tx {
+				return err
+			}
+		}
+		return nil
 	}
 }
