@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -97,10 +96,6 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, lo.String()); err != nil {
 		t.Fatal(err)
 	}
-	var holderPID uint32
-	if err := holder.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&holderPID); err != nil {
-		t.Fatal(err)
-	}
 
 	done := make(chan error, 1)
 	go func() {
@@ -112,26 +107,7 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 		}
 		done <- err
 	}()
-	waiting := false
-	for deadline := time.Now().Add(5 * time.Second); !waiting && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if err := setup.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
-			holderPID).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !waiting {
-		t.Fatal("AckExtend did not wait for the locked cursor")
-	}
-	probe := session(t, "10s")
-	ptx, err := probe.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE NOWAIT`, hi.String())
-	_ = ptx.Rollback(ctx)
-	if err != nil {
-		t.Fatalf("AckExtend holds the higher cursor while it waits for the lower one: %v", err)
-	}
+	waitHigherCursorFree(t, holder, hi, "merged", "AckExtend")
 	_ = tx.Rollback(ctx)
 	if err := <-done; err != nil {
 		t.Fatalf("AckExtend: %v", err)

@@ -56,6 +56,38 @@ func session(t *testing.T, lockTimeout string) *pgx.Conn {
 	return c
 }
 
+// waitHigherCursorFree waits until a session is blocked by the lock that
+// the session holder holds on a lower cursor, then fails
+// the test when the cursor (hi, group) is locked too: taking cursors in
+// (partition, group) order, the waiter holds none above the one it waits
+// for. what names the waiter in the messages.
+func waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UUID, group, what string) {
+	t.Helper()
+	ctx := context.Background()
+	pid := holder.PgConn().PID()
+	probe := session(t, "10s")
+	waiting := false
+	for deadline := time.Now().Add(5 * time.Second); !waiting && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := probe.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
+			pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waiting {
+		t.Fatalf("%s did not wait for the locked cursor", what)
+	}
+	ptx, err := probe.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE NOWAIT`,
+		hi.String(), group)
+	_ = ptx.Rollback(ctx)
+	if err != nil {
+		t.Fatalf("%s holds the higher cursor while it waits for the lower one (an ack holding the lower one would deadlock with it): %v", what, err)
+	}
+}
+
 // holdWrite starts a transaction on c that writes one message to each
 // partition with queen.append_segments and leaves it open: it holds the
 // partition rows the way a segment write does.
@@ -229,10 +261,6 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 	}
 
 	extender := session(t, "10s")
-	var pid uint32
-	if err := extender.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() {
 		var expires, failure *string
@@ -242,25 +270,7 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 		}
 		done <- err
 	}()
-	waiting := false
-	for deadline := time.Now().Add(5 * time.Second); !waiting && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if err := setup.QueryRow(ctx, `SELECT coalesce((SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1), false)`, pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !waiting {
-		t.Fatal("extend_leases did not wait for the locked cursor")
-	}
-	probe := session(t, "10s")
-	ptx, err := probe.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'extend' FOR UPDATE NOWAIT`, hi.String())
-	_ = ptx.Rollback(ctx)
-	if err != nil {
-		t.Fatalf("extend_leases holds the higher cursor while it waits for the lower one (an ack holding the lower one would deadlock with it): %v", err)
-	}
+	waitHigherCursorFree(t, acker, hi, "extend", "extend_leases")
 	_ = tx.Rollback(ctx)
 	if err := <-done; err != nil {
 		t.Fatalf("extend_leases: %v", err)
