@@ -124,6 +124,18 @@ func (s *Server) Post(t testing.TB, path string, body any) *Response {
 	return s.Do(t, "POST", path, body)
 }
 
+// RefreshStats drops the broker's shared broker-wide figures (POST
+// /api/v1/stats/refresh), so the next overview, namespace, task, /status or
+// consumer-group list read computes them anew and shows everything the test
+// did before: otherwise a read within 5 s of another answers what that one
+// computed.
+func (s *Server) RefreshStats(t testing.TB) {
+	t.Helper()
+	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
+		t.Fatalf("POST /api/v1/stats/refresh: %d %s", r.Status, r.Body)
+	}
+}
+
 // Delete sends a DELETE.
 func (s *Server) Delete(t testing.TB, path string) *Response {
 	t.Helper()

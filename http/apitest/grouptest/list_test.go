@@ -96,7 +96,7 @@ func TestGroupList_SortedAndPaged(t *testing.T) {
 		contact(t, s, q, g)
 	}
 	sort.Strings(queues)
-	refreshStats(t, s)
+	s.RefreshStats(t)
 	r := s.Get(t, "/api/v1/consumer-groups?limit=10000")
 	var list []entry
 	decode(t, r, &list)
@@ -145,7 +145,7 @@ type lagRow struct {
 func lagging(t *testing.T, s *apitest.Server, query string) []lagRow {
 	t.Helper()
 	var rows []lagRow
-	refreshStats(t, s)
+	s.RefreshStats(t)
 	decode(t, s.Get(t, "/api/v1/consumer-groups/lagging"+query), &rows)
 	return rows
 }

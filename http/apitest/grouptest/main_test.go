@@ -50,22 +50,12 @@ type entry struct {
 	SubscriptionCreatedAt *string  `json:"subscriptionCreatedAt"`
 }
 
-// refreshStats drops the broker-wide figures (POST /api/v1/stats/refresh),
-// so the next list or lagging read computes them anew: otherwise a read
-// within 5 s of another answers the figures that one computed.
-func refreshStats(t *testing.T, s *apitest.Server) {
-	t.Helper()
-	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
-		t.Fatalf("stats refresh: %d %s", r.Status, r.Body)
-	}
-}
-
 // listEntry returns the list's entry of (group, queue), nil when there is
 // none, after a stats refresh. The package's tests share the broker, so it
 // reads the largest page.
 func listEntry(t *testing.T, s *apitest.Server, group, queue string) *entry {
 	t.Helper()
-	refreshStats(t, s)
+	s.RefreshStats(t)
 	r := s.Get(t, "/api/v1/consumer-groups?limit=10000")
 	if r.Status != 200 {
 		t.Fatalf("list: %d %s", r.Status, r.Body)

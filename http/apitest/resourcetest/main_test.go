@@ -90,14 +90,10 @@ func get(t testing.TB, s *apitest.Server, path string, v any) {
 	r.JSON(t, v)
 }
 
-// getFresh reads path after POST /api/v1/stats/refresh, so the broker-wide
-// figures it answers (computed at most once per 5 s otherwise) include
-// everything the test did before.
+// getFresh reads path after a stats refresh (apitest.Server.RefreshStats).
 func getFresh(t testing.TB, s *apitest.Server, path string, v any) {
 	t.Helper()
-	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
-		t.Fatalf("POST /api/v1/stats/refresh: %d %s", r.Status, r.Body)
-	}
+	s.RefreshStats(t)
 	get(t, s, path, v)
 }
 

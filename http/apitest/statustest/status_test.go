@@ -201,11 +201,7 @@ func TestStatus_DashboardFiguresAndThroughput(t *testing.T) {
 	var st map[string]any
 	waitFor(t, 10*time.Second, "throughput sampled", func() error {
 		st = nil
-		// The totals are computed at most once per 5 s and shared (statsAge);
-		// a refresh makes this read compute them anew.
-		if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
-			return errorf("stats refresh: %d %s", r.Status, r.Body)
-		}
+		s.RefreshStats(t) // the totals are shared for up to 5 s otherwise
 		getJSON(t, s, "/api/v1/status?queue="+q+"&from="+since(5*time.Minute), &st)
 		var pts []map[string]any
 		for _, v := range st["throughput"].([]any) {
