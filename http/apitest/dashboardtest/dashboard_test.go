@@ -129,6 +129,7 @@ func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 		b.waitText(t, `[data-test=ov-lag]`, strconv.Itoa(totalLag))
 		b.waitText(t, `[data-test=ov-db]`, "healthy")
 		b.waitText(t, `[data-test=ov-maintenance]`, "off")
+		b.waitText(t, `[data-test=ov-push-maintenance]`, "off")
 		b.waitCount(t, `[data-test^=ov-chart] canvas`, 2)
 		b.screenshot(t, "overview")
 

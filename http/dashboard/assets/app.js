@@ -274,21 +274,40 @@ function ConfirmDialog({ req, close }) {
 
 // ---------------------------------------------------------------- pages
 
-function MaintenanceSwitch({ on, after }) {
+// The two maintenance switches (docs/api.md, "Maintenance"): what each
+// route is, which field of its answer holds the switch, and what the
+// confirmation says.
+const SWITCHES = {
+  pop: {
+    path: '/api/v1/system/maintenance/pop', field: 'popMaintenanceMode', test: 'maintenance-toggle',
+    onLabel: 'Pause pops', offLabel: 'Resume pops', onTitle: 'Pause every pop?', offTitle: 'Resume pops?',
+    onBody: 'Pop maintenance makes every broker answer pops with nothing until it is switched off. Pushes keep working.',
+    offBody: 'Consumers will receive messages again.',
+  },
+  push: {
+    path: '/api/v1/system/maintenance', field: 'maintenanceMode', test: 'push-maintenance-toggle',
+    onLabel: 'Buffer pushes', offLabel: 'Replay buffer', onTitle: 'Send every push to the file buffer?',
+    offTitle: 'Write pushes to PostgreSQL again?',
+    onBody: 'Push maintenance makes every broker write pushes to its local file buffer (answered "buffered") ' +
+      'until it is switched off, for example during a database migration. Pops and acks keep working.',
+    offBody: 'Each broker replays its buffered pushes into PostgreSQL, in order, and writes new pushes there again.',
+  },
+};
+
+function MaintenanceSwitch({ kind = 'pop', on, after }) {
   const { ask } = useContext(UI);
+  const sw = SWITCHES[kind];
   const turn = !on;
-  return html`<button type="button" class=${turn ? 'danger' : ''} data-test="maintenance-toggle"
+  return html`<button type="button" class=${turn ? 'danger' : ''} data-test=${sw.test}
     onClick=${() =>
       ask({
-        title: turn ? 'Pause every pop?' : 'Resume pops?',
-        body: turn
-          ? 'Pop maintenance makes every broker answer pops with nothing until it is switched off. Pushes keep working.'
-          : 'Consumers will receive messages again.',
-        confirm: turn ? 'Pause pops' : 'Resume pops',
-        run: () => api('/api/v1/system/maintenance/pop', { method: 'POST', body: { enabled: turn } }),
+        title: turn ? sw.onTitle : sw.offTitle,
+        body: turn ? sw.onBody : sw.offBody,
+        confirm: turn ? sw.onLabel : sw.offLabel,
+        run: () => api(sw.path, { method: 'POST', body: { enabled: turn } }),
         done: (r) => r.message,
         after,
-      })}>${turn ? 'Pause pops' : 'Resume pops'}</button>`;
+      })}>${turn ? sw.onLabel : sw.offLabel}</button>`;
 }
 
 function Overview() {
@@ -301,7 +320,7 @@ function Overview() {
       api('/health').catch((e) => ({ status: 'unhealthy', database: e.message })),
       api('/api/v1/analytics/queue-ops'),
       api('/api/v1/consumer-groups?limit=10000'),
-      canAdmin ? api('/api/v1/system/maintenance/pop') : null,
+      canAdmin ? api('/api/v1/system/maintenance') : null,
     ]);
     return { ov, st, dlq, health, ops, groups, maint };
   }, [canAdmin]);
@@ -329,6 +348,11 @@ function Overview() {
       value=${maint ? (maint.popMaintenanceMode ? 'ON' : 'off') : 'admin only'}
       tone=${maint && maint.popMaintenanceMode ? 'bad' : ''}
       sub=${maint && html`<${MaintenanceSwitch} on=${maint.popMaintenanceMode} after=${reload} />`} />
+    <${Stat} label="Push maintenance" test="ov-push-maintenance"
+      value=${maint ? (maint.maintenanceMode ? 'ON' : 'off') : 'admin only'}
+      tone=${maint && maint.maintenanceMode ? 'warn' : ''}
+      sub=${maint && html`${fmtInt(maint.bufferedMessages)} buffered${maint.bufferHealthy ? '' : ', buffer unhealthy'}
+        <${MaintenanceSwitch} kind="push" on=${maint.maintenanceMode} after=${reload} />`} />
   </section>
   <section class="charts">
     <${Chart} title="Messages per second, last hour" test="ov-chart-throughput"
