@@ -217,7 +217,7 @@ chmod 0700 "$DATA"
 
 if [ ! -f "$DATA/PG_VERSION" ]; then
 	locale=C
-	if locale -a 2>/dev/null | grep -qix 'C\.utf-\?8'; then locale=C.UTF-8; fi
+	if locale -a 2>/dev/null | grep -ix 'C\.utf-\?8' >/dev/null; then locale=C.UTF-8; fi
 	log "initdb $DATA (locale $locale, encoding UTF8, trust auth)"
 	as_pg env TZ=UTC "$BINDIR/initdb" -D "$DATA" --username="$PG_USER" --auth=trust \
 		--encoding=UTF8 --locale="$locale" >/dev/null
