@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/uuid"
@@ -111,5 +112,104 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 	_ = tx.Rollback(ctx)
 	if err := <-done; err != nil {
 		t.Fatalf("AckExtend: %v", err)
+	}
+}
+
+// TestAck_SetPathMatchesItemLoop: queen.ack applies a batch that only
+// completes messages of live leases in one set-based statement, and any
+// other batch in its per-item loop. The two must agree. Two partitions hold
+// the same messages under the same kind of lease; a random batch (a random
+// subset of the offsets in random order, with or without the lease id,
+// 'completed' or 'success') goes to x alone, which takes the set path, and
+// to y with one of its items repeated, which sends it through the loop (a
+// repeat is either a no-op success or lease_invalid there, and changes no
+// cursor). Every item's result and both cursors must match, after the batch
+// and after a second batch of the offsets left.
+func TestAck_SetPathMatchesItemLoop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	const n = 8
+	q, err := s.EnsureQueue(ctx, "ackpaths-"+uuid.NewString()[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]uuid.UUID{}
+	for _, name := range []string{"x", "y"} {
+		if pids[name], err = s.EnsurePartition(ctx, q.ID, name); err != nil {
+			t.Fatal(err)
+		}
+		frames := make([]queengo.Frame, n)
+		for i := range frames {
+			frames[i] = frame(fmt.Sprintf("%s-%d", name, i))
+		}
+		if _, err := s.Append(ctx, []queengo.Segment{{Partition: pids[name], Frames: frames}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := session(t, "10s")
+	cursor := func(part uuid.UUID, group string) string {
+		var out string
+		if err := db.QueryRow(ctx, `SELECT format('committed=%s leased=%s lease_end=%s acked=%s consumed=%s', committed,
+       lease_id IS NOT NULL, lease_end, acked, total_consumed)
+  FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`, part.String(), group).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(7, 9))
+	for trial := range 60 {
+		group := fmt.Sprintf("g%d", trial)
+		leases := map[string]uuid.UUID{}
+		for name, pid := range pids {
+			leases[name] = uuid.Must(uuid.NewV7())
+			res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid,
+				Candidates: []uuid.UUID{pid}, MaxParts: 1, Group: group, Batch: n, LeaseID: leases[name]}})
+			if err != nil || res[0].Err != nil || len(res[0].Messages) != n {
+				t.Fatalf("claim %s: %+v %v", name, res, err)
+			}
+		}
+		left := rng.Perm(n)
+		for round := 0; round < 2 && len(left) > 0; round++ {
+			k := len(left)
+			if round == 0 {
+				k = 1 + rng.IntN(len(left))
+			}
+			batch := left[:k]
+			left = left[k:]
+			items := func(name string) []queengo.AckItem {
+				var out []queengo.AckItem
+				for _, off := range batch {
+					it := queengo.AckItem{PartitionID: pids[name], TransactionID: fmt.Sprintf("%s-%d", name, off),
+						Status: []string{"completed", "success"}[rng.IntN(2)], Group: group}
+					if rng.IntN(2) == 0 {
+						it.LeaseID = leases[name]
+					}
+					out = append(out, it)
+				}
+				return out
+			}
+			xs := items("x")
+			ys := items("y")
+			ys = append(ys, ys[rng.IntN(len(ys))])
+			xr, err := s.Ack(ctx, xs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			yr, err := s.Ack(ctx, ys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range xr {
+				a, b := xr[i], yr[i]
+				a.Partition, b.Partition = "", ""
+				if a != b {
+					t.Fatalf("trial %d round %d, offsets %v, item %d: set path %+v, loop %+v", trial, round, batch, i, xr[i], yr[i])
+				}
+			}
+			if cx, cy := cursor(pids["x"], group), cursor(pids["y"], group); cx != cy {
+				t.Fatalf("trial %d round %d, offsets %v: set path left %s, loop %s", trial, round, batch, cx, cy)
+			}
+		}
 	}
 }
