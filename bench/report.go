@@ -21,9 +21,10 @@ type Params struct {
 	Groups        int     `json:"groups,omitempty"`
 	PayloadBytes  int     `json:"payload_bytes,omitempty"`
 	DurationSec   float64 `json:"duration_sec,omitempty"`
-	Messages      int64   `json:"messages,omitempty"` // pre-filled, or the storage run's total
-	Rate          float64 `json:"rate,omitempty"`     // offered msg/s
-	Count         int     `json:"count,omitempty"`    // repetitions (wake) or parked polls (idle)
+	WarmupSec     float64 `json:"warmup_sec,omitempty"` // e2e: left out of the latencies
+	Messages      int64   `json:"messages,omitempty"`   // pre-filled, or the storage run's total
+	Rate          float64 `json:"rate,omitempty"`       // offered msg/s
+	Count         int     `json:"count,omitempty"`      // repetitions (wake) or parked polls (idle)
 	Segments      int     `json:"segments,omitempty"`
 	FramesPerSeg  int     `json:"frames_per_segment,omitempty"`
 	Format        string  `json:"format,omitempty"`
