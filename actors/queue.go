@@ -271,6 +271,7 @@ func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
 // ready set answers without a claim finds nothing at once.
 func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 	now := a.d.clock.Now()
+	a.ready.roundStarts()
 	r := &claimRound{queue: a.q.ID, since: a.ready.since(),
 		hold: time.Duration(a.q.Options.MinPopWaitTime) * time.Millisecond}
 	for _, w := range ws {

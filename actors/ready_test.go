@@ -15,7 +15,7 @@ import (
 // ten consumers).
 func TestReadySet_LaterOfferSurvivesEarlierClaim(t *testing.T) {
 	t.Parallel()
-	rs := &readySet{set: map[uuid.UUID]uint64{}}
+	rs := newReadySet()
 	p := uuid.New()
 	rs.offer(p, 1)
 	since := uint64(1) // a claim starts after offer 1
@@ -67,6 +67,66 @@ func TestReadySets_CandidatesSampleTheSet(t *testing.T) {
 	}
 	if c, skip := r.candidates("empty", 1, t0.Add(emptyRescan)); c != nil || skip {
 		t.Fatalf("an empty set after emptyRescan: candidates %v skip %v, want a full scan", c, skip)
+	}
+}
+
+// TestReadySets_CandidatesLongestReadyFirst: claims search the partitions
+// that have been ready longest first; an offer to a partition already ready
+// keeps its place, one that left the set and comes back goes last; the
+// claims of one round get different partitions until the set is used up,
+// then start over, and the next round starts from the head again.
+func TestReadySets_CandidatesLongestReadyFirst(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	p := make([]uuid.UUID, 6)
+	for i := range p {
+		p[i] = uuid.New()
+	}
+	fullScan(&r, "g", nil, t0)
+	for _, pid := range p {
+		r.offer(pid, "g")
+	}
+	r.offer(p[0], "g") // ready already: keeps its place
+	r.groups["g"].drop(p[1], r.since())
+	r.offer(p[1], "g") // left and came back: last
+	want := []uuid.UUID{p[0], p[2], p[3], p[4], p[5], p[1]}
+	r.roundStarts()
+	var got []uuid.UUID
+	for range 3 {
+		c, _ := r.candidates("g", 1, t0) // candidatesMin each
+		got = append(got, c...)
+	}
+	for i, pid := range want {
+		if got[i] != pid {
+			t.Fatalf("candidate %d of the round: %v, want %v (order %v)", i, got[i], pid, want)
+		}
+	}
+	if got[6] != want[0] {
+		t.Fatalf("past the end of the set the round starts over: got %v, want %v", got[6], want[0])
+	}
+	r.roundStarts()
+	if c, _ := r.candidates("g", 1, t0); c[0] != want[0] {
+		t.Fatalf("a new round starts at %v, want the head %v", c[0], want[0])
+	}
+}
+
+// TestReadySet_OrderStaysBounded: partitions that come and go leave stale
+// entries in the order, which is compacted so it stays about the set's size.
+func TestReadySet_OrderStaysBounded(t *testing.T) {
+	t.Parallel()
+	rs := newReadySet()
+	keep := uuid.New()
+	rs.offer(keep, 1)
+	for n := uint64(2); n < 10_000; n++ {
+		pid := uuid.New()
+		rs.offer(pid, n)
+		rs.drop(pid, n)
+	}
+	if len(rs.order) > 2*len(rs.set)+readyOrderSlack {
+		t.Fatalf("order holds %d entries for %d ready partitions", len(rs.order), len(rs.set))
+	}
+	if c := rs.take(4); len(c) != 1 || c[0] != keep {
+		t.Fatalf("take: %v, want [%v]", c, keep)
 	}
 }
 
