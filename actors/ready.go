@@ -43,7 +43,7 @@ type readySet struct {
 	// offer, is stale and skipped (trimmed at the head, compacted when
 	// stale entries make up most of it).
 	order    []readyEntry
-	handed   int       // candidates given to the claims of the round being built
+	next     int       // where in order the round being built takes its next candidates
 	known    bool      // the last full scan saw everything claimable
 	lastFull time.Time // when a claim last searched every partition
 }
@@ -107,30 +107,26 @@ func (rs *readySet) tidy() {
 	}
 }
 
-// take returns k of the set's partitions in ready order, starting after the
-// ones already handed to the round's earlier claims (wrapping around when
-// the round asked for more than the set holds), so that the pops of one
-// round search different partitions, the longest ready first.
+// take returns k of the set's partitions in ready order, starting where the
+// round's previous take stopped (wrapping around when the round asks for
+// more than the set holds), so that the pops of one round search different
+// partitions, the longest ready first. Nothing leaves the set while a round
+// is built, so next stays a valid place in order.
 func (rs *readySet) take(k int) []uuid.UUID {
-	n := len(rs.set)
-	k = min(k, n)
-	skip := rs.handed % n
-	rs.handed += k
+	k = min(k, len(rs.set))
 	out := make([]uuid.UUID, 0, k)
-	for pass := 0; pass < 2 && len(out) < k; pass++ {
-		for _, e := range rs.order {
-			if len(out) == k {
+	for wrapped := false; len(out) < k; {
+		if rs.next >= len(rs.order) {
+			if wrapped {
 				break
 			}
-			if !rs.live(e) {
-				continue
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
+			rs.next, wrapped = 0, true
+			continue
+		}
+		if e := rs.order[rs.next]; rs.live(e) {
 			out = append(out, e.pid)
 		}
+		rs.next++
 	}
 	return out
 }
@@ -219,7 +215,7 @@ func (r *readySets) offer(pid uuid.UUID, group string) {
 // candidates of its claims start again from the longest ready partitions.
 func (r *readySets) roundStarts() {
 	for _, rs := range r.groups {
-		rs.handed = 0
+		rs.next = 0
 	}
 }
 
