@@ -245,6 +245,10 @@ type AckResult struct {
 type LeaseExtend struct {
 	Lease   uuid.UUID
 	Seconds int
+	// Cursors are the cursors the lease covers, when the broker that
+	// handed the lease out is the one extending it; nil: they are searched
+	// for among every cursor (no index covers lease ids: migration 007).
+	Cursors []CursorKey
 }
 
 // LeaseExtension is the outcome of one LeaseExtend: the earliest new expiry

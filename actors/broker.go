@@ -120,6 +120,7 @@ type Broker struct {
 	cross          *crossProcess
 	stopCross      context.CancelFunc
 	acks           *ackCoalescer
+	leases         *leaseBook // shared with the actors (deps.leases)
 	stats          *brokerStats
 	buf            *pushBuffer
 }
@@ -147,7 +148,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		log = slog.Default()
 	}
 	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
-		acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout)}
+		acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook()}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -156,7 +157,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}))
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
-		idleAfter: idleAfterDefault}
+		idleAfter: idleAfterDefault, leases: b.leases}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout,
 			func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") })
@@ -417,6 +418,9 @@ func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ac
 	}
 	for i, r := range res {
 		if r.LeaseReleased {
+			if items[i].LeaseID != uuid.Nil {
+				b.leases.released(items[i].LeaseID, items[i].PartitionID)
+			}
 			b.freed(r.Queue, items[i].PartitionID, items[i].Group)
 		}
 	}

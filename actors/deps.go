@@ -61,6 +61,9 @@ type deps struct {
 	// props are added to the props of every queue and scope actor; tests
 	// use them to inject receiver middleware.
 	props []actor.PropsOption
+	// leases remembers the cursors of the leases the actors' pops took, for
+	// extending them (Broker.ExtendLease).
+	leases *leaseBook
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
 }

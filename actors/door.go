@@ -53,11 +53,16 @@ func (b *Broker) queueChanged(name string, deleted bool) {
 // failure (a per-item result on the wire, not an error). The extension
 // rides in the next ack commit (ackCoalescer), or starts one at once when
 // none is in flight; past the request timeout (or ctx's deadline, when
-// earlier) it fails with queengo.ErrTimeout, and may still be applied.
+// earlier) it fails with queengo.ErrTimeout, and may still be applied. The
+// lease's cursors go along when this process handed the lease out
+// (leaseBook); otherwise PostgreSQL looks for them among every cursor.
 func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (string, queengo.AckFailure, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	defer cancel()
-	e, err := b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds})
+	e, err := b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds, Cursors: b.leases.cursors(lease)})
+	if err == nil && e.Failure == "" {
+		b.leases.extended(lease, time.Now().Add(time.Duration(seconds)*time.Second))
+	}
 	return e.ExpiresAt, e.Failure, err
 }
 

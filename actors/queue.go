@@ -345,6 +345,7 @@ func (a *queueActor) onRound(r *claimRound) {
 		case w.cancelled:
 			// The client left; whatever was leased redelivers at expiry.
 		case o == outcomeDelivered:
+			a.d.leases.bookDelivered(w, res, now)
 			answer(w, popReply{res: r.delivered(i)})
 			// The claim left claimable partitions untaken: as many
 			// key-mates as there are of them look now.

@@ -127,6 +127,7 @@ func (a *scopeActor) onRound(r *claimRound) {
 			answer(w, popReply{err: r.failure(i)})
 		case w.cancelled:
 		case o == outcomeDelivered:
+			a.d.leases.bookDelivered(w, &r.res[i], now)
 			answer(w, popReply{res: r.delivered(i)})
 			// The claim left claimable partitions untaken: as many
 			// key-mates as there are of them look now.

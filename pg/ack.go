@@ -111,8 +111,16 @@ func ackFailure(code pgtype.Text) (queengo.AckFailure, error) {
 func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
 	leases := make([]uuid.UUID, len(extends))
 	seconds := make([]int, len(extends))
+	var (
+		hintK      []int32
+		hintParts  []uuid.UUID
+		hintGroups []string
+	)
 	for i, e := range extends {
 		leases[i], seconds[i] = e.Lease, e.Seconds
+		for _, c := range e.Cursors {
+			hintK, hintParts, hintGroups = append(hintK, int32(i+1)), append(hintParts, c.Partition), append(hintGroups, c.Group)
+		}
 	}
 	parts := make([]uuid.UUID, len(items))
 	groups := make([]string, len(items))
@@ -125,8 +133,8 @@ func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends 
 	)
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		b := &pgx.Batch{}
-		b.Queue(`SELECT idx, expires_at, failure FROM queen.extend_leases($1, $2, $3, $4)`,
-			pgUUIDs(leases), seconds, pgUUIDs(parts), groups)
+		b.Queue(`SELECT idx, expires_at, failure FROM queen.extend_leases($1, $2, $3, $4, $5, $6, $7)`,
+			pgUUIDs(leases), seconds, pgUUIDs(parts), groups, hintK, pgUUIDs(hintParts), hintGroups)
 		if len(items) > 0 {
 			b.Queue(ackSQL, ackArgs(items)...)
 		}

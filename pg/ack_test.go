@@ -213,3 +213,81 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestExtendLeases_HintsOrAScanFindTheLease: an extension finds its lease's
+// cursors from the hints of the broker that handed the lease out, or, with
+// none, among every cursor; a hint is checked, so one that names a cursor
+// not carrying the lease extends nothing.
+func TestExtendLeases_HintsOrAScanFindTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a", "b")
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+		Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	hints := []queengo.CursorKey{{Partition: parts[0], Group: queengo.QueueModeGroup},
+		{Partition: parts[1], Group: queengo.QueueModeGroup}}
+	for _, c := range []struct {
+		name    string
+		ext     queengo.LeaseExtend
+		failure queengo.AckFailure
+	}{
+		{"hinted", queengo.LeaseExtend{Lease: lease, Seconds: 120, Cursors: hints}, ""},
+		{"scanned", queengo.LeaseExtend{Lease: lease, Seconds: 180}, ""},
+		{"a hint without the lease", queengo.LeaseExtend{Lease: lease, Seconds: 240,
+			Cursors: []queengo.CursorKey{{Partition: parts[0], Group: "another"}}}, queengo.LeaseNotFound},
+		{"unknown, scanned", queengo.LeaseExtend{Lease: uuid.New(), Seconds: 120}, queengo.LeaseNotFound},
+	} {
+		_, ext, err := s.AckExtend(ctx, nil, []queengo.LeaseExtend{c.ext})
+		if err != nil || len(ext) != 1 || ext[0].Failure != c.failure || (c.failure == "") != (ext[0].ExpiresAt != "") {
+			t.Fatalf("%s: %+v %v, want failure %q", c.name, ext, err, c.failure)
+		}
+	}
+	db := session(t, "10s")
+	var n int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM queen.cursors
+ WHERE partition_id = ANY ($1::uuid[]) AND lease_id = $2 AND lease_expires_at > now() + interval '170 seconds'
+   AND lease_expires_at < now() + interval '190 seconds'`, []string{parts[0].String(), parts[1].String()}, lease.String()).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d cursors extended to 180 s (%v), want both and no more", n, err)
+	}
+}
+
+// TestCursorUpdates_AreHOT: a claim or an ack changes a cursor's lease and
+// offsets, and no index covers those columns (migration 007), so PostgreSQL
+// updates the row in place of its page (HOT) without new index entries:
+// half the WAL per consumed message.
+func TestCursorUpdates_AreHOT(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	_, parts := lockQueue(t, s, "a")
+	db := session(t, "10s")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	for _, stmt := range []string{
+		`INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'hot', 0)`,
+		`UPDATE queen.cursors SET lease_id = gen_random_uuid(), lease_end = 1, lease_expires_at = now() + interval '1 minute',
+        last_consumed_at = now() WHERE partition_id = $1 AND consumer_group = 'hot'`,
+		`UPDATE queen.cursors SET committed = 1, lease_id = NULL, lease_end = NULL, lease_expires_at = NULL,
+        total_consumed = total_consumed + 1 WHERE partition_id = $1 AND consumer_group = 'hot'`,
+	} {
+		if _, err := tx.Exec(ctx, stmt, parts[0].String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var upd, hot int64
+	if err := tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
+ WHERE relid = 'queen.cursors'::regclass`).Scan(&upd, &hot); err != nil {
+		t.Fatal(err)
+	}
+	if upd != 2 || hot != 2 {
+		t.Fatalf("%d of %d cursor updates were HOT, want both", hot, upd)
+	}
+}

@@ -264,7 +264,7 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 	done := make(chan error, 1)
 	go func() {
 		var expires, failure *string
-		err := extender.QueryRow(ctx, `SELECT expires_at, failure FROM queen.extend_leases(ARRAY[$1::uuid], '{120}', '{}', '{}')`, lease.String()).Scan(&expires, &failure)
+		err := extender.QueryRow(ctx, `SELECT expires_at, failure FROM queen.extend_leases(ARRAY[$1::uuid], '{120}', '{}', '{}', '{}', '{}', '{}')`, lease.String()).Scan(&expires, &failure)
 		if err == nil && expires == nil {
 			err = errors.New("lease not extended")
 		}

@@ -99,6 +99,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "queengo"
+	if _, set := pcfg.ConnConfig.RuntimeParams["jit"]; !set {
+		// The broker's statements are small and run thousands of times a
+		// second; JIT compiling one costs 100-200 ms. It starts when a
+		// plan's cost passes jit_above_cost, which the cost that
+		// enable_seqscan = off (set by most functions here) puts on a
+		// sequential scan always does: an extension's lease scan took
+		// 190 ms on an empty table, seconds under load.
+		pcfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	if !strings.Contains(cfg.URL, "sslmode") && isLoopback(pcfg.ConnConfig.Host) {
 		// libpq's default sslmode=prefer would encrypt loopback traffic,
 		// which protects nothing and costs both processes CPU on every

@@ -288,3 +288,32 @@ func waitBackend(t *testing.T, query string, arg any) int64 {
 		}
 	}
 }
+
+// TestL2_ExtendThroughAnotherBrokerProcess: a lease popped through one broker
+// process extends through another on the same database, which did not hand
+// it out and so finds its cursors by searching them all (no index covers
+// lease ids: migration 007); every span is extended and acks after it.
+func TestL2_ExtendThroughAnotherBrokerProcess(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	other := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: apitest.DB.URL, Env: []string{"DB_POOL_SIZE=2"}})
+	q := apitest.Unique(t, "l2-other")
+	for _, part := range []string{"a", "b"} {
+		s.PushN(t, q, part, 1)
+	}
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "10", "partitions", "0", "leaseSeconds", "5"))
+	if p.PartitionsClaimed != 2 || len(p.Messages) != 2 {
+		t.Fatalf("pop claimed %d partitions, %d messages", p.PartitionsClaimed, len(p.Messages))
+	}
+	before := time.Now()
+	extendOK(t, other, p.LeaseID, map[string]any{"seconds": 120})
+	items := make([]map[string]any, len(p.Messages))
+	for i, m := range p.Messages {
+		c := apitest.ReadCursor(t, m.PartitionID, "")
+		if !c.Live || c.LeaseID != p.LeaseID || c.Expires.Before(before.Add(119*time.Second)) {
+			t.Fatalf("cursor %s not extended to 120 s through the other process: %+v", m.PartitionID, c)
+		}
+		items[i] = apitest.AckItem(m, "completed")
+	}
+	s.AckBatchOK(t, nil, items...)
+}
