@@ -55,11 +55,27 @@ func (b *Broker) queueChanged(name string, deleted bool) {
 // none is in flight; past the request timeout (or ctx's deadline, when
 // earlier) it fails with queengo.ErrTimeout, and may still be applied. The
 // lease's cursors go along when this process handed the lease out
-// (leaseBook); otherwise PostgreSQL looks for them among every cursor.
+// (leaseBook). Otherwise PostgreSQL looks for them among every cursor, in a
+// transaction of its own: a scan must not hold up the shared ack commit.
 func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (string, queengo.AckFailure, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	defer cancel()
-	e, err := b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds, Cursors: b.leases.cursors(lease)})
+	var (
+		e   queengo.LeaseExtension
+		err error
+	)
+	if cursors := b.leases.cursors(lease); cursors != nil {
+		e, err = b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds, Cursors: cursors})
+	} else {
+		var ext []queengo.LeaseExtension
+		_, ext, err = b.cfg.Store.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: seconds}})
+		switch {
+		case err == nil && len(ext) == 1:
+			e = ext[0]
+		case err == nil:
+			err = fmt.Errorf("extend: %d results for one lease", len(ext))
+		}
+	}
 	if err == nil && e.Failure == "" {
 		b.leases.extended(lease, time.Now().Add(time.Duration(seconds)*time.Second))
 	}

@@ -144,3 +144,82 @@ func TestPop_EndsWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("pop whose context ended: %v after %v, want ErrCancelled at once", err, el)
 	}
 }
+
+// busy reports whether a commit is in flight.
+func (c *ackCoalescer) busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight > 0
+}
+
+// blockedAckStore is a fakeStore whose ack commits wait for release, and
+// which records the extensions it is asked for.
+type blockedAckStore struct {
+	*fakeStore
+	release chan struct{}
+	extends chan queengo.LeaseExtend
+}
+
+func (s *blockedAckStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	<-s.release
+	return s.fakeStore.Ack(ctx, items)
+}
+
+func (s *blockedAckStore) AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	for _, e := range extends {
+		s.extends <- e
+	}
+	return s.fakeStore.AckExtend(ctx, items, extends)
+}
+
+// TestExtendLease_UnknownLeaseNeverWaitsForTheAckCommit: a lease this process
+// did not hand out is searched for among every cursor, so its extension runs
+// on its own, while an ack commit is in flight, and with no cursors named; a
+// lease this process handed out names its cursors and rides in the next ack
+// commit.
+func TestExtendLease_UnknownLeaseNeverWaitsForTheAckCommit(t *testing.T) {
+	t.Parallel()
+	s := &blockedAckStore{fakeStore: newFakeStore(), release: make(chan struct{}), extends: make(chan queengo.LeaseExtend, 2)}
+	b := newTestBroker(t, Config{Store: s})
+	acked := make(chan error, 1)
+	go func() {
+		_, err := b.Ack(context.Background(), []queengo.AckItem{{PartitionID: uuid.New(), TransactionID: "t", Status: "completed"}})
+		acked <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.acks.busy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the ack commit never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, failure, err := b.ExtendLease(context.Background(), uuid.New(), 30); err != nil || failure != queengo.LeaseNotFound {
+		t.Fatalf("unknown lease during an ack commit: %q %v", failure, err)
+	}
+	if e := <-s.extends; e.Cursors != nil {
+		t.Fatalf("an unknown lease's extension named cursors %v", e.Cursors)
+	}
+
+	booked, part := uuid.New(), uuid.New()
+	b.leases.book(booked, "g", []uuid.UUID{part}, time.Now().Add(time.Minute), time.Now())
+	extended := make(chan error, 1)
+	go func() {
+		_, _, err := b.ExtendLease(context.Background(), booked, 30)
+		extended <- err
+	}()
+	select {
+	case <-extended:
+		t.Fatal("a booked lease's extension did not wait for the ack commit in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(s.release)
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-extended; err != nil {
+		t.Fatal(err)
+	}
+	if e := <-s.extends; len(e.Cursors) != 1 || e.Cursors[0] != (queengo.CursorKey{Partition: part, Group: "g"}) {
+		t.Fatalf("a booked lease's extension named %v", e.Cursors)
+	}
+}
