@@ -10,7 +10,23 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/pg"
 )
+
+// leasedPair opens a store with a queue of partitions a and b, one message
+// each, both claimed in queue mode under one lease.
+func leasedPair(t *testing.T) (*pg.Store, queengo.Queue, []uuid.UUID, uuid.UUID) {
+	t.Helper()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a", "b")
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
+		Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	return s, q, parts, lease
+}
 
 // TestAckExtend_OneCommitExtendsThenAcks: AckExtend answers every extension
 // and every ack item with its own result and typed failure code, and applies
@@ -19,14 +35,7 @@ import (
 func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b")
-	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
-		Batch: 10, LeaseID: lease}})
-	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
-		t.Fatalf("claim: %+v %v", res, err)
-	}
+	s, q, parts, lease := leasedPair(t)
 	acks, ext, err := s.AckExtend(ctx,
 		[]queengo.AckItem{
 			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease},
@@ -221,14 +230,7 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 func TestExtendLeases_HintsOrAScanFindTheLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b")
-	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
-		Batch: 10, LeaseID: lease}})
-	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
-		t.Fatalf("claim: %+v %v", res, err)
-	}
+	s, _, parts, lease := leasedPair(t)
 	hints := []queengo.CursorKey{{Partition: parts[0], Group: queengo.QueueModeGroup},
 		{Partition: parts[1], Group: queengo.QueueModeGroup}}
 	for _, c := range []struct {
