@@ -80,6 +80,7 @@ func (t jsonTime) MarshalJSON() ([]byte, error) {
 	return time.Time(t).UTC().AppendFormat(append(make([]byte, 0, 26), '"'), `2006-01-02T15:04:05.000Z"`), nil
 }
 
+// countsJSON is the messages object of the resource and status routes.
 type countsJSON struct {
 	Total      int64 `json:"total"`
 	Pending    int64 `json:"pending"`

@@ -141,21 +141,11 @@ func isoTime(t time.Time) any {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// messageCounts is the messages object of the status routes.
-type messageCounts struct {
-	Total      int64 `json:"total"`
-	Pending    int64 `json:"pending"`
-	Processing int64 `json:"processing"`
-	Completed  int64 `json:"completed"`
-	Failed     int64 `json:"failed"`
-	DeadLetter int64 `json:"deadLetter"`
-}
-
-// countsOf makes the messages object (sql/functions/status.sql defines
-// each figure).
-func countsOf(retained, pending, processing, completed, failed, dead int64) messageCounts {
-	return messageCounts{Total: retained, Pending: pending, Processing: processing, Completed: completed,
-		Failed: failed, DeadLetter: dead}
+// countsOf makes the messages object of the status routes, the one the
+// resource routes answer too (sql/functions/status.sql defines each figure).
+func countsOf(retained, pending, processing, completed, failed, dead int64) countsJSON {
+	return counts(queengo.MessageCounts{Total: retained, Pending: pending, Processing: processing,
+		Completed: completed, Failed: failed, DeadLetter: dead})
 }
 
 func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
