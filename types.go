@@ -137,6 +137,7 @@ func (r *PopRequest) Discovery() bool { return r.Queue == "" }
 // Message is one delivered message.
 type Message struct {
 	Frame
+	Offset      int64  // in its partition; not on the wire
 	CreatedAt   string // the segment's time, formatted by PostgreSQL
 	PartitionID uuid.UUID
 	Partition   string
@@ -202,6 +203,10 @@ type AckItem struct {
 	Group         string
 	LeaseID       uuid.UUID // uuid.Nil: not checked beyond the live span
 	Error         string
+	// Offset is the message's offset in its partition when the broker knows
+	// it from the delivery (its lease book), which spares the store a lookup
+	// by TransactionID; 0 when unknown.
+	Offset int64
 }
 
 // AckFailure is why one acknowledgement or lease extension did not hold: a

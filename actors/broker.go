@@ -404,7 +404,8 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 	}
 }
 
-// Ack applies acknowledgements and returns one result per item in order;
+// Ack applies acknowledgements and returns one result per item in order
+// (it sets the Offset of the items whose message this process delivered);
 // partitions whose lease ended are offered to the parked pops of their group
 // at once. The items ride in one commit with the acks of other requests
 // (ackCoalescer); past the request timeout (or ctx's deadline, when earlier)
@@ -412,6 +413,7 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	defer cancel()
+	b.leases.fillOffsets(items)
 	res, err := b.acks.ack(ctx, items)
 	if err != nil {
 		return nil, err

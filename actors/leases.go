@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,11 @@ const (
 	// leaseSweepEvery is how often booking a lease also forgets the leases
 	// that ended: at most this long a dead lease stays in the book.
 	leaseSweepEvery = 10 * time.Second
+	// offsetBookMax caps the delivered messages whose offsets a leaseBook
+	// remembers; past it a delivery books its lease but not its offsets,
+	// and acking those messages looks them up by transaction id. At about
+	// 100 bytes a message, a full book is about 100 MB.
+	offsetBookMax = 1 << 20
 )
 
 // leaseBook remembers which cursors each lease this broker process handed
@@ -27,8 +33,14 @@ const (
 // cursor. Used by the actors that answer pops and by the Broker; safe for
 // concurrent use.
 type leaseBook struct {
-	mu        sync.Mutex
-	leases    map[uuid.UUID]*bookedLease
+	mu     sync.Mutex
+	leases map[uuid.UUID]*bookedLease
+	// offsets holds the offset of every message delivered under a booked
+	// lease, so that its ack spares the store the lookup by transaction id
+	// (queen.ack's p_offsets). A transaction id names one message of its
+	// partition, so an entry is a fact, not a guess; it is forgotten with
+	// the lease it was delivered under.
+	offsets   map[txKey]bookedOffset
 	lastSweep time.Time
 }
 
@@ -37,25 +49,94 @@ type bookedLease struct {
 	group string
 	parts []uuid.UUID
 	until time.Time // when the lease ends, as far as this process knows
+	msgs  []txKey   // the messages delivered under it whose offsets are booked
 }
 
-func newLeaseBook() *leaseBook { return &leaseBook{leases: map[uuid.UUID]*bookedLease{}} }
+// txKey names a message as an ack does: its partition and transaction id.
+type txKey struct {
+	partition uuid.UUID
+	txid      string
+}
 
-// book records that lease covers group's cursors on parts until until, and
-// forgets the leases that ended when the last sweep is leaseSweepEvery old.
-func (b *leaseBook) book(lease uuid.UUID, group string, parts []uuid.UUID, until, now time.Time) {
+// bookedOffset is a delivered message's offset and the lease it was last
+// delivered under.
+type bookedOffset struct {
+	offset int64
+	lease  uuid.UUID
+}
+
+func newLeaseBook() *leaseBook {
+	return &leaseBook{leases: map[uuid.UUID]*bookedLease{}, offsets: map[txKey]bookedOffset{}}
+}
+
+// book records that lease covers group's cursors on parts until until, with
+// the offsets of msgs, the messages delivered under it, and forgets the
+// leases that ended when the last sweep is leaseSweepEvery old.
+func (b *leaseBook) book(lease uuid.UUID, group string, parts []uuid.UUID, msgs []queengo.Message, until, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now.Sub(b.lastSweep) >= leaseSweepEvery {
 		b.lastSweep = now
 		for id, l := range b.leases {
 			if !l.until.After(now) {
-				delete(b.leases, id)
+				b.forget(id, l, uuid.Nil)
 			}
 		}
 	}
 	if len(b.leases) < leaseBookMax {
 		b.leases[lease] = &bookedLease{group: group, parts: parts, until: until}
+		b.bookOffsets(lease, msgs)
+	}
+}
+
+// forget drops lease from the book, with the offsets of its messages on
+// partition (every partition when partition is uuid.Nil). b.mu must be
+// held.
+func (b *leaseBook) forget(lease uuid.UUID, l *bookedLease, partition uuid.UUID) {
+	kept := l.msgs[:0]
+	for _, k := range l.msgs {
+		if partition != uuid.Nil && k.partition != partition {
+			kept = append(kept, k)
+			continue
+		}
+		// A later delivery of the message under another lease owns the
+		// entry now.
+		if o, ok := b.offsets[k]; ok && o.lease == lease {
+			delete(b.offsets, k)
+		}
+	}
+	l.msgs = kept
+	if partition == uuid.Nil || len(l.parts) == 0 {
+		delete(b.leases, lease)
+	}
+}
+
+// bookOffsets records the offsets of msgs, delivered under lease, which
+// must be booked. b.mu must be held.
+func (b *leaseBook) bookOffsets(lease uuid.UUID, msgs []queengo.Message) {
+	if len(b.offsets)+len(msgs) > offsetBookMax {
+		return
+	}
+	l := b.leases[lease]
+	l.msgs = slices.Grow(l.msgs, len(msgs))
+	for _, m := range msgs {
+		k := txKey{partition: m.PartitionID, txid: m.TransactionID}
+		b.offsets[k] = bookedOffset{offset: m.Offset, lease: lease}
+		l.msgs = append(l.msgs, k)
+	}
+}
+
+// fillOffsets sets the Offset of each item whose message the book knows.
+func (b *leaseBook) fillOffsets(items []queengo.AckItem) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.offsets) == 0 {
+		return
+	}
+	for i := range items {
+		if o, ok := b.offsets[txKey{partition: items[i].PartitionID, txid: items[i].TransactionID}]; ok {
+			items[i].Offset = o.offset
+		}
 	}
 }
 
@@ -99,9 +180,7 @@ func (b *leaseBook) released(lease, partition uuid.UUID) {
 			break
 		}
 	}
-	if len(l.parts) == 0 {
-		delete(b.leases, lease)
-	}
+	b.forget(lease, l, partition)
 }
 
 // bookDelivered books the lease of a pop answered with the messages of res,
@@ -116,5 +195,5 @@ func (b *leaseBook) bookDelivered(w *waiter, res *queengo.ClaimResult, now time.
 		parts = append(parts, s.PartitionID)
 		lease = max(lease, s.Lease)
 	}
-	b.book(w.leaseID, w.req.Group, parts, now.Add(lease), now)
+	b.book(w.leaseID, w.req.Group, parts, res.Messages, now.Add(lease), now)
 }

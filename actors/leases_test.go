@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestLeaseBook_RemembersALeaseUntilItEnds(t *testing.T) {
 	b := newLeaseBook()
 	lease, other := uuid.New(), uuid.New()
 	p1, p2 := uuid.New(), uuid.New()
-	b.book(lease, "g", []uuid.UUID{p1, p2}, t0.Add(time.Minute), t0)
+	b.book(lease, "g", []uuid.UUID{p1, p2}, nil, t0.Add(time.Minute), t0)
 	want := []queengo.CursorKey{{Partition: p1, Group: "g"}, {Partition: p2, Group: "g"}}
 	if got := b.cursors(lease); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("cursors %v, want %v", got, want)
@@ -34,11 +35,11 @@ func TestLeaseBook_RemembersALeaseUntilItEnds(t *testing.T) {
 		t.Fatalf("every span released: cursors %v, want the lease forgotten", got)
 	}
 
-	b.book(lease, "g", []uuid.UUID{p1}, t0.Add(time.Minute), t0)
-	b.book(other, "g", []uuid.UUID{p2}, t0.Add(time.Minute), t0)
+	b.book(lease, "g", []uuid.UUID{p1}, nil, t0.Add(time.Minute), t0)
+	b.book(other, "g", []uuid.UUID{p2}, nil, t0.Add(time.Minute), t0)
 	b.extended(lease, t0.Add(time.Hour))
 	sweep := t0.Add(time.Minute + leaseSweepEvery)
-	b.book(uuid.New(), "g", []uuid.UUID{p2}, sweep.Add(time.Minute), sweep)
+	b.book(uuid.New(), "g", []uuid.UUID{p2}, nil, sweep.Add(time.Minute), sweep)
 	if b.cursors(other) != nil {
 		t.Fatal("a lease that ended survived the sweep")
 	}
@@ -67,5 +68,54 @@ func TestLeaseBook_AutoAckTakesNoLease(t *testing.T) {
 	}
 	if l := b.leases[leased.leaseID]; !l.until.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("booked until %v, want the lease's end %v", l.until, t0.Add(time.Minute))
+	}
+}
+
+// TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages: an ack of a message
+// this process delivered gets its offset from the book, until the lease it
+// was delivered under ends there (released or swept); a redelivery under
+// another lease owns the entry, so the first lease's end leaves it.
+func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
+	t.Parallel()
+	b := newLeaseBook()
+	p1, p2 := uuid.New(), uuid.New()
+	msg := func(p uuid.UUID, txid string, off int64) queengo.Message {
+		return queengo.Message{Frame: queengo.Frame{TransactionID: txid}, PartitionID: p, Offset: off}
+	}
+	offsets := func(keys ...queengo.AckItem) []int64 {
+		b.fillOffsets(keys)
+		out := make([]int64, len(keys))
+		for i, k := range keys {
+			out[i] = k.Offset
+		}
+		return out
+	}
+	a1, a2, b1 := queengo.AckItem{PartitionID: p1, TransactionID: "a1"}, queengo.AckItem{PartitionID: p1, TransactionID: "a2"},
+		queengo.AckItem{PartitionID: p2, TransactionID: "b1"}
+	first, second := uuid.New(), uuid.New()
+	b.book(first, "g", []uuid.UUID{p1, p2}, []queengo.Message{msg(p1, "a1", 7), msg(p1, "a2", 8), msg(p2, "b1", 3)},
+		t0.Add(time.Minute), t0)
+	if got := offsets(a1, a2, b1, queengo.AckItem{PartitionID: p2, TransactionID: "a1"}); !slices.Equal(got, []int64{7, 8, 3, 0}) {
+		t.Fatalf("offsets %v, want [7 8 3 0] (a1 is not a message of p2)", got)
+	}
+	b.released(first, p1)
+	if got := offsets(a1, a2, b1); !slices.Equal(got, []int64{0, 0, 3}) {
+		t.Fatalf("after p1's span was released: offsets %v, want [0 0 3]", got)
+	}
+
+	// b1 is delivered again under second; first ends (swept) without
+	// taking second's entry along.
+	b.book(second, "g", []uuid.UUID{p2}, []queengo.Message{msg(p2, "b1", 3)}, t0.Add(time.Hour), t0)
+	sweep := t0.Add(time.Minute + leaseSweepEvery)
+	b.book(uuid.New(), "g", []uuid.UUID{p1}, nil, sweep.Add(time.Minute), sweep)
+	if b.cursors(first) != nil {
+		t.Fatal("the ended lease survived the sweep")
+	}
+	if got := offsets(b1); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("b1 redelivered under a live lease: offset %v, want [3]", got)
+	}
+	b.released(second, p2)
+	if got := offsets(b1); !slices.Equal(got, []int64{0}) || len(b.offsets) != 0 {
+		t.Fatalf("every lease ended: offset %v, book %v, want nothing", got, b.offsets)
 	}
 }

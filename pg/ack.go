@@ -33,7 +33,7 @@ type queryer interface {
 
 // ackSQL applies acknowledgements; ackArgs are its arguments.
 const ackSQL = `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
-FROM queen.ack($1, $2, $3, $4, $5, $6)`
+FROM queen.ack($1, $2, $3, $4, $5, $6, $7)`
 
 func ackArgs(items []queengo.AckItem) []any {
 	parts := make([]uuid.UUID, len(items))
@@ -42,11 +42,13 @@ func ackArgs(items []queengo.AckItem) []any {
 	groups := make([]string, len(items))
 	leases := make([]pgtype.UUID, len(items))
 	errs := make([]string, len(items))
+	offsets := make([]pgtype.Int8, len(items))
 	for i, it := range items {
 		parts[i], txids[i], statuses[i], groups[i], errs[i] = it.PartitionID, it.TransactionID, it.Status, it.Group, it.Error
 		leases[i] = pgUUID(it.LeaseID)
+		offsets[i] = pgtype.Int8{Int64: it.Offset, Valid: it.Offset > 0}
 	}
-	return []any{pgUUIDs(parts), txids, statuses, groups, leases, errs}
+	return []any{pgUUIDs(parts), txids, statuses, groups, leases, errs, offsets}
 }
 
 func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.AckResult, error) {

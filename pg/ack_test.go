@@ -133,7 +133,9 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 // to y with one of its items repeated, which sends it through the loop (a
 // repeat is either a no-op success or lease_invalid there, and changes no
 // cursor). Every item's result and both cursors must match, after the batch
-// and after a second batch of the offsets left.
+// and after a second batch of the offsets left. Items name their message by
+// transaction id alone or also by the offset the claim delivered it at, at
+// random, so both ways of finding the message take both paths.
 func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -177,6 +179,11 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 			if err != nil || res[0].Err != nil || len(res[0].Messages) != n {
 				t.Fatalf("claim %s: %+v %v", name, res, err)
 			}
+			for i, m := range res[0].Messages {
+				if want := fmt.Sprintf("%s-%d", name, i); m.TransactionID != want || m.Offset != int64(i+1) {
+					t.Fatalf("claim %s: message %d is %s at offset %d, want %s at %d", name, i, m.TransactionID, m.Offset, want, i+1)
+				}
+			}
 		}
 		left := rng.Perm(n)
 		for round := 0; round < 2 && len(left) > 0; round++ {
@@ -193,6 +200,9 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 						Status: []string{"completed", "success"}[rng.IntN(2)], Group: group}
 					if rng.IntN(2) == 0 {
 						it.LeaseID = leases[name]
+					}
+					if rng.IntN(2) == 0 {
+						it.Offset = int64(off + 1)
 					}
 					out = append(out, it)
 				}
@@ -291,5 +301,38 @@ func TestCursorUpdates_AreHOT(t *testing.T) {
 	}
 	if upd != 2 || hot != 2 {
 		t.Fatalf("%d of %d cursor updates were HOT, want both", hot, upd)
+	}
+}
+
+// TestAck_AKnownOffsetSparesTheLookup: an item that carries the offset the
+// broker delivered its message at is applied at that offset, without the
+// lookup by transaction id, on the set path (completed) and in the loop
+// (failed); without the offset, the same item finds no message once its
+// transaction id is gone.
+func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, parts, lease := leasedPair(t)
+	db := session(t, "10s")
+	if _, err := db.Exec(ctx, `DELETE FROM queen.txids WHERE partition_id = ANY ($1::uuid[])`, []string{parts[0].String(), parts[1].String()}); err != nil {
+		t.Fatal(err)
+	}
+	item := func(part uuid.UUID, txid, status string, off int64) queengo.AckItem {
+		return queengo.AckItem{PartitionID: part, TransactionID: txid, Status: status, Group: queengo.QueueModeGroup,
+			LeaseID: lease, Offset: off}
+	}
+	for _, c := range []struct {
+		name string
+		item queengo.AckItem
+		want queengo.AckResult
+	}{
+		{"no offset", item(parts[0], "m-a", "completed", 0), queengo.AckResult{Failure: queengo.AckMessageNotFound}},
+		{"set path", item(parts[0], "m-a", "completed", 1), queengo.AckResult{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "a"}},
+		{"loop", item(parts[1], "m-b", "failed", 1), queengo.AckResult{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "b"}},
+	} {
+		res, err := s.Ack(ctx, []queengo.AckItem{c.item})
+		if err != nil || len(res) != 1 || res[0] != c.want {
+			t.Fatalf("%s: %+v %v, want %+v", c.name, res, err, c.want)
+		}
 	}
 }

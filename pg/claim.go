@@ -790,7 +790,7 @@ func decodeSegment(res *queengo.ClaimResult, b []byte, first, from, to int64, de
 		if off < from || slices.Contains(dead, off) {
 			continue
 		}
-		m.CreatedAt, m.PartitionID, m.Partition, m.Queue = created, pid, pname, qname
+		m.Offset, m.CreatedAt, m.PartitionID, m.Partition, m.Queue = off, created, pid, pname, qname
 		res.Messages = append(res.Messages, m)
 	}
 	return nil
