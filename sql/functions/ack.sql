@@ -24,9 +24,11 @@ $$;
 -- ack applies acknowledgements: item i acks transaction p_txids[i] of
 -- partition p_parts[i] for group p_groups[i] with status p_statuses[i].
 -- p_offsets[i], when not NULL, is that message's offset as the broker
--- delivered it, and spares the lookup in queen.txids (an index probe per
--- item, most of a large batch's cost); the caller vouches that it belongs to
--- p_txids[i]. p_offsets may be NULL or shorter than the other arrays. Items
+-- delivered it: the set path below uses it instead of the lookup in
+-- queen.txids (an index probe per item, most of a large batch's cost), so
+-- the caller vouches that it belongs to p_txids[i]. The loop looks every
+-- item up, so that a message gone since (a cleared queue) is reported as
+-- such. p_offsets may be NULL or shorter than the other arrays. Items
 -- are applied in (partition, group, message offset) order, whatever order
 -- they came in (the broker merges the acks of concurrent requests into one
 -- call: they resolve as if applied one after the other in that order), so
@@ -208,9 +210,8 @@ BEGIN
     FOR t IN
         SELECT u.ord::integer AS i, u.part, u.grp, q.name AS qname, p.name AS pname, q.retry_limit, q.retry_delay,
                CASE WHEN q.id IS NOT NULL THEN
-                   coalesce(u.off, (SELECT x."offset" FROM queen.txids x
-                                     WHERE x.partition_id = u.part AND x.transaction_id = u.txid)) END AS off
-          FROM unnest(p_parts, p_txids, p_groups, p_offsets) WITH ORDINALITY AS u(part, txid, grp, off, ord)
+                   (SELECT x."offset" FROM queen.txids x WHERE x.partition_id = u.part AND x.transaction_id = u.txid) END AS off
+          FROM unnest(p_parts, p_txids, p_groups) WITH ORDINALITY AS u(part, txid, grp, ord)
           LEFT JOIN queen.partitions p ON p.id = u.part
           LEFT JOIN queen.queues q ON q.id = p.queue_id
          ORDER BY u.part, u.grp, off, u.ord
