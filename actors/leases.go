@@ -126,7 +126,12 @@ func (b *leaseBook) bookOffsets(lease uuid.UUID, msgs []queengo.Message) {
 	}
 }
 
-// fillOffsets sets the Offset of each item whose message the book knows.
+// fillOffsets sets the Offset of each item whose message the book knows
+// and that names the lease it was delivered under. queen.ack trusts such an
+// offset only while that lease is live, which keeps the message at its
+// offset; an item naming no lease, or another one, is looked up by its
+// transaction id (the book may hold an entry of a lease that has ended
+// without it knowing yet).
 func (b *leaseBook) fillOffsets(items []queengo.AckItem) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -134,8 +139,10 @@ func (b *leaseBook) fillOffsets(items []queengo.AckItem) {
 		return
 	}
 	for i := range items {
-		if o, ok := b.offsets[txKey{partition: items[i].PartitionID, txid: items[i].TransactionID}]; ok {
-			items[i].Offset = o.offset
+		it := &items[i]
+		if o, ok := b.offsets[txKey{partition: it.PartitionID, txid: it.TransactionID}]; ok &&
+			it.LeaseID != uuid.Nil && o.lease == it.LeaseID {
+			it.Offset = o.offset
 		}
 	}
 }

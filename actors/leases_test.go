@@ -90,13 +90,18 @@ func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
 		}
 		return out
 	}
-	a1, a2, b1 := queengo.AckItem{PartitionID: p1, TransactionID: "a1"}, queengo.AckItem{PartitionID: p1, TransactionID: "a2"},
-		queengo.AckItem{PartitionID: p2, TransactionID: "b1"}
 	first, second := uuid.New(), uuid.New()
+	a1, a2, b1 := queengo.AckItem{PartitionID: p1, TransactionID: "a1", LeaseID: first},
+		queengo.AckItem{PartitionID: p1, TransactionID: "a2", LeaseID: first},
+		queengo.AckItem{PartitionID: p2, TransactionID: "b1", LeaseID: first}
 	b.book(first, "g", []uuid.UUID{p1, p2}, []queengo.Message{msg(p1, "a1", 7), msg(p1, "a2", 8), msg(p2, "b1", 3)},
 		t0.Add(time.Minute), t0)
-	if got := offsets(a1, a2, b1, queengo.AckItem{PartitionID: p2, TransactionID: "a1"}); !slices.Equal(got, []int64{7, 8, 3, 0}) {
+	if got := offsets(a1, a2, b1, queengo.AckItem{PartitionID: p2, TransactionID: "a1", LeaseID: first}); !slices.Equal(got, []int64{7, 8, 3, 0}) {
 		t.Fatalf("offsets %v, want [7 8 3 0] (a1 is not a message of p2)", got)
+	}
+	if got := offsets(queengo.AckItem{PartitionID: p1, TransactionID: "a1"},
+		queengo.AckItem{PartitionID: p1, TransactionID: "a1", LeaseID: second}); !slices.Equal(got, []int64{0, 0}) {
+		t.Fatalf("acks naming no lease or another one: offsets %v, want [0 0]", got)
 	}
 	b.released(first, p1)
 	if got := offsets(a1, a2, b1); !slices.Equal(got, []int64{0, 0, 3}) {
@@ -111,6 +116,7 @@ func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
 	if b.cursors(first) != nil {
 		t.Fatal("the ended lease survived the sweep")
 	}
+	b1.LeaseID = second
 	if got := offsets(b1); !slices.Equal(got, []int64{3}) {
 		t.Fatalf("b1 redelivered under a live lease: offset %v, want [3]", got)
 	}
