@@ -36,10 +36,9 @@ type leaseBook struct {
 	mu     sync.Mutex
 	leases map[uuid.UUID]*bookedLease
 	// offsets holds the offset of every message delivered under a booked
-	// lease, so that its ack spares the store the lookup by transaction id
-	// (queen.ack's p_offsets). A transaction id names one message of its
-	// partition, so an entry is a fact, not a guess; it is forgotten with
-	// the lease it was delivered under.
+	// lease, so that an ack naming that lease spares the store the lookup
+	// by transaction id (queen.ack's p_offsets; fillOffsets says when an
+	// entry is used). It is forgotten with the lease it was delivered under.
 	offsets   map[txKey]bookedOffset
 	lastSweep time.Time
 }

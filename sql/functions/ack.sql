@@ -26,7 +26,9 @@ $$;
 -- p_offsets[i], when not NULL, is that message's offset as the broker
 -- delivered it: the set path below uses it instead of the lookup in
 -- queen.txids (an index probe per item, most of a large batch's cost), so
--- the caller vouches that it belongs to p_txids[i]. The loop looks every
+-- the caller vouches that it belongs to p_txids[i] (the broker sends it only
+-- for an item naming the lease that delivered the message, which the set
+-- path requires to be live). The loop looks every
 -- item up, so that a message gone since (a cleared queue) is reported as
 -- such. p_offsets may be NULL or shorter than the other arrays. Items
 -- are applied in (partition, group, message offset) order, whatever order
