@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	qsql "github.com/queengo/queengo/sql"
 )
@@ -83,10 +82,11 @@ func Functions() ([]Function, error) {
 // Migrate applies every embedded migration not yet applied, each in its own
 // transaction, and then every function file, all in one transaction (they
 // are idempotent and replace what an earlier version installed), under a
-// session advisory lock. It returns the migration versions applied. The
-// statement timeout (Config.StatementTimeout) is for serving requests: a
-// migration, the function files or the wait for another process's
-// migration may take longer, bounded by ctx only.
+// session advisory lock. It returns the migration versions applied. It runs
+// on a connection of its own, without the statement timeout
+// (Config.StatementTimeout), which is for serving requests: a migration, the
+// function files or the wait for another process's migration may take
+// longer, bounded by ctx only.
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 	migs, err := Migrations()
 	if err != nil {
@@ -97,14 +97,14 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	var applied []int
-	// The acquire timeout is for serving requests; at start-up the first
-	// connection may take longer to open than a pop may wait for one.
-	err = s.withConnWait(ctx, 0, func(c *pgxpool.Conn) error {
-		if _, err := c.Exec(ctx, "SET statement_timeout = 0"); err != nil {
-			return fmt.Errorf("error lifting the statement timeout: %w", err)
-		}
-		// Back to the connection's own setting before the pool hands it out.
-		defer func() { _, _ = c.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") }()
+	cfg := s.pool.Config().ConnConfig.Copy()
+	delete(cfg.RuntimeParams, "statement_timeout")
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, translateCtx(ctx, err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	err = translateCtx(ctx, func() error {
 		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
 			return fmt.Errorf("error taking migration lock: %w", err)
 		}
@@ -159,6 +159,6 @@ CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 			return nil
 		})
 		return err
-	})
+	}())
 	return applied, err
 }

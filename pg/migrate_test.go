@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queengo/queengo/pg"
 	"github.com/queengo/queengo/pg/pgtest"
@@ -59,5 +60,26 @@ func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 	}
 	if !strings.Contains(src, "partition not found") {
 		t.Fatalf("append_segments not restored by the second migrate:\n%s", src)
+	}
+}
+
+// TestMigrate_NotCutByTheStatementTimeout: the statement timeout bounds the
+// statements that serve requests, not the start-up: Migrate applies the
+// migrations and the function files (far slower than 1 ms) under it.
+func TestMigrate_NotCutByTheStatementTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := pgtest.Create("pgmigratetimeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop() })
+	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 1, StatementTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate under a 1 ms statement timeout: %v", err)
 	}
 }
