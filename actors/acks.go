@@ -118,6 +118,21 @@ func (c *ackCoalescer) submit(ctx context.Context, r *ackRequest) (ackOutcome, e
 	if batch != nil {
 		go c.commit(batch)
 	}
+	return r.wait(ctx)
+}
+
+// answer gives r its outcome; only the first answer counts (a failed queue
+// actor answers the acks it held, one of which a round may answer too).
+func (r *ackRequest) answer(o ackOutcome) {
+	select {
+	case r.done <- o:
+	default:
+	}
+}
+
+// wait waits for r's outcome, or ctx: past its deadline it fails with
+// queengo.ErrTimeout, and r may still be applied.
+func (r *ackRequest) wait(ctx context.Context) (ackOutcome, error) {
 	select {
 	case o := <-r.done:
 		return o, o.err
@@ -160,31 +175,40 @@ func (c *ackCoalescer) commit(batch []*ackRequest) {
 	}
 }
 
-// run applies one batch in one store call and answers its requests. When the
-// call fails for a reason of its own (not the database's state), one
-// request's items may have failed the statement for all of them: each
-// request then runs alone, so only that request's caller gets the error.
+// run applies one batch in one store call and answers its requests.
 func (c *ackCoalescer) run(batch []*ackRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	var (
-		items   []queengo.AckItem
-		extends []queengo.LeaseExtend
-	)
-	if len(batch) == 1 {
-		items = batch[0].items
-	} else {
-		for _, r := range batch {
-			items = append(items, r.items...)
-		}
-	}
+	var extends []queengo.LeaseExtend
 	for _, r := range batch {
 		if r.extend != nil {
 			extends = append(extends, *r.extend)
 		}
 	}
+	items := joinAcks(batch)
 	ackCommitItems.Update(float64(len(items) + len(extends)))
 	res, ext, err := c.apply(ctx, items, extends)
+	c.settle(ctx, batch, res, ext, err)
+}
+
+// joinAcks is the items of batch's requests, in order.
+func joinAcks(batch []*ackRequest) []queengo.AckItem {
+	if len(batch) == 1 {
+		return batch[0].items
+	}
+	var items []queengo.AckItem
+	for _, r := range batch {
+		items = append(items, r.items...)
+	}
+	return items
+}
+
+// settle answers the requests of batch from the outcome of the store call
+// that applied them together: res and ext, or err. When the call failed for
+// a reason of its own (not the database's state), one request's items may
+// have failed the statement for all of them: each request then runs alone,
+// so only that request's caller gets the error.
+func (c *ackCoalescer) settle(ctx context.Context, batch []*ackRequest, res []queengo.AckResult, ext []queengo.LeaseExtension, err error) {
 	if err != nil && len(batch) > 1 && !databaseDown(err) {
 		for _, r := range batch {
 			var o ackOutcome
@@ -196,19 +220,19 @@ func (c *ackCoalescer) run(batch []*ackRequest) {
 			} else {
 				o.res, _, o.err = c.apply(ctx, r.items, nil)
 			}
-			r.done <- o
+			r.answer(o)
 		}
 		return
 	}
 	for _, r := range batch {
 		switch {
 		case err != nil:
-			r.done <- ackOutcome{err: err}
+			r.answer(ackOutcome{err: err})
 		case r.extend != nil:
-			r.done <- ackOutcome{ext: ext[0]}
+			r.answer(ackOutcome{ext: ext[0]})
 			ext = ext[1:]
 		default:
-			r.done <- ackOutcome{res: res[:len(r.items):len(r.items)]}
+			r.answer(ackOutcome{res: res[:len(r.items):len(r.items)]})
 			res = res[len(r.items):]
 		}
 	}

@@ -46,6 +46,7 @@ type Store interface {
 	PopMaintenance(ctx context.Context) (bool, error)
 	SetPopMaintenance(ctx context.Context, on bool) error
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
+	AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error)
 	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
@@ -157,7 +158,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}))
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
-		idleAfter: idleAfterDefault, leases: b.leases}
+		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout,
 			func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") })
@@ -408,13 +409,18 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 // (it sets the Offset of the items whose message this process delivered);
 // partitions whose lease ended are offered to the parked pops of their group
 // at once. The items ride in one commit with the acks of other requests
-// (ackCoalescer); past the request timeout (or ctx's deadline, when earlier)
-// Ack fails with queengo.ErrTimeout, and the items may still be applied.
+// (ackCoalescer), or, when they all name leases this process handed out on
+// one queue whose actor keeps pops parked, in that actor's next claim round
+// (handOff); past the request timeout (or ctx's deadline, when earlier) Ack
+// fails with queengo.ErrTimeout, and the items may still be applied.
 func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	defer cancel()
-	b.leases.fillOffsets(items)
-	res, err := b.acks.ack(ctx, items)
+	queue := b.leases.fillOffsets(items)
+	res, handed, err := b.handOff(ctx, queue, items)
+	if !handed {
+		res, err = b.acks.ack(ctx, items)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -423,10 +429,35 @@ func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ac
 			if items[i].LeaseID != uuid.Nil {
 				b.leases.released(items[i].LeaseID, items[i].PartitionID)
 			}
-			b.freed(r.Queue, items[i].PartitionID, items[i].Group)
+			if !handed { // the queue actor offered it when the ack came
+				b.freed(r.Queue, items[i].PartitionID, items[i].Group)
+			}
 		}
 	}
 	return res, nil
+}
+
+// handOff gives the acks of one queue to its actor when it keeps pops
+// parked: the actor offers their partitions to the parked pops of their
+// groups and applies the acks at the head of its next claim round, in the
+// round's transaction, so a partition whose lease an ack ends is claimed
+// for a waiting pop without a commit and a round trip of its own
+// (Store.AckClaim). handed is false when the acks are not for an actor.
+func (b *Broker) handOff(ctx context.Context, queue string, items []queengo.AckItem) (res []queengo.AckResult, handed bool, err error) {
+	if queue == "" {
+		return nil, false, nil
+	}
+	v, ok := b.dir.queues.Load(queue)
+	if !ok {
+		return nil, false, nil
+	}
+	h := v.(*handle)
+	r := &ackRequest{items: items, done: make(chan ackOutcome, 1)}
+	if h.parked.Load() == 0 || !h.send(b.system.Root, r) {
+		return nil, false, nil
+	}
+	o, err := r.wait(ctx)
+	return o.res, true, err
 }
 
 // Transaction applies pushes and acks atomically, then wakes the pops the

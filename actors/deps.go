@@ -64,6 +64,9 @@ type deps struct {
 	// leases remembers the cursors of the leases the actors' pops took, for
 	// extending them (Broker.ExtendLease).
 	leases *leaseBook
+	// acks answers the acks a claim round carried (handed off by
+	// Broker.Ack) as its own commits' acks are answered.
+	acks *ackCoalescer
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
 }

@@ -29,9 +29,17 @@ type fakeStore struct {
 	append func(ctx context.Context, segs []queengo.Segment) error
 	lookup func(ctx context.Context, name string) (uuid.UUID, error)
 
-	mu     sync.Mutex
-	rounds [][]queengo.ClaimParams // every Claim call, in order
-	stored map[string]uuid.UUID    // transaction id -> message id
+	mu       sync.Mutex
+	rounds   [][]queengo.ClaimParams // every Claim and AckClaim call's claims, in order
+	stored   map[string]uuid.UUID    // transaction id -> message id
+	ackCalls []ackedCall             // every Ack and AckClaim call, in order
+}
+
+// ackedCall is one call that applied acks: its items, and the claims that
+// rode with them (AckClaim; none for Ack).
+type ackedCall struct {
+	items  []queengo.AckItem
+	claims int
 }
 
 func newFakeStore() *fakeStore {
@@ -93,7 +101,36 @@ func (f *fakeStore) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]
 func (f *fakeStore) PopMaintenance(context.Context) (bool, error) { return false, nil }
 
 func (f *fakeStore) Ack(_ context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	f.mu.Lock()
+	f.ackCalls = append(f.ackCalls, ackedCall{items: items})
+	f.mu.Unlock()
 	return make([]queengo.AckResult, len(items)), nil
+}
+
+// AckClaim records the acks with the claims, answers each ack a success
+// that ends its lease, and claims as Claim does.
+func (f *fakeStore) AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error) {
+	f.mu.Lock()
+	f.ackCalls = append(f.ackCalls, ackedCall{items: items, claims: len(claims)})
+	f.mu.Unlock()
+	acks := make([]queengo.AckResult, len(items))
+	for i := range acks {
+		acks[i] = queengo.AckResult{Success: true, LeaseReleased: true, Queue: f.queue.Name}
+	}
+	res, err := f.Claim(ctx, claims)
+	if err != nil {
+		res = make([]queengo.ClaimResult, len(claims))
+		for i := range res {
+			res[i].Err = err
+		}
+	}
+	return acks, res, nil
+}
+
+func (f *fakeStore) acked() []ackedCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]ackedCall(nil), f.ackCalls...)
 }
 
 func (f *fakeStore) Transaction(_ context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {

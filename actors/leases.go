@@ -45,6 +45,10 @@ type leaseBook struct {
 
 // bookedLease is what a leaseBook knows of one lease.
 type bookedLease struct {
+	queue string // the queue of every cursor it covers; "" when several
+	// full: the pop that took it got its whole batch, so its partitions
+	// likely hold more for the next pop of the group.
+	full  bool
 	group string
 	parts []uuid.UUID
 	until time.Time // when the lease ends, as far as this process knows
@@ -68,10 +72,10 @@ func newLeaseBook() *leaseBook {
 	return &leaseBook{leases: map[uuid.UUID]*bookedLease{}, offsets: map[txKey]bookedOffset{}}
 }
 
-// book records that lease covers group's cursors on parts until until, with
-// the offsets of msgs, the messages delivered under it, and forgets the
-// leases that ended when the last sweep is leaseSweepEvery old.
-func (b *leaseBook) book(lease uuid.UUID, group string, parts []uuid.UUID, msgs []queengo.Message, until, now time.Time) {
+// book records lease as l describes it (its msgs unset), with the offsets
+// of msgs, the messages delivered under it, and forgets the leases that
+// ended when the last sweep is leaseSweepEvery old.
+func (b *leaseBook) book(lease uuid.UUID, l bookedLease, msgs []queengo.Message, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now.Sub(b.lastSweep) >= leaseSweepEvery {
@@ -83,7 +87,7 @@ func (b *leaseBook) book(lease uuid.UUID, group string, parts []uuid.UUID, msgs 
 		}
 	}
 	if len(b.leases) < leaseBookMax {
-		b.leases[lease] = &bookedLease{group: group, parts: parts, until: until}
+		b.leases[lease] = &l
 		b.bookOffsets(lease, msgs)
 	}
 }
@@ -130,20 +134,30 @@ func (b *leaseBook) bookOffsets(lease uuid.UUID, msgs []queengo.Message) {
 // offset only while that lease is live, which keeps the message at its
 // offset; an item naming no lease, or another one, is looked up by its
 // transaction id (the book may hold an entry of a lease that has ended
-// without it knowing yet).
-func (b *leaseBook) fillOffsets(items []queengo.AckItem) {
+// without it knowing yet). It returns the queue of the items when every one
+// of them names a booked lease of that queue and the group the lease was
+// taken for, "" otherwise.
+func (b *leaseBook) fillOffsets(items []queengo.AckItem) (queue string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.offsets) == 0 {
-		return
-	}
+	one := true // every item so far names a booked lease of queue and its group
 	for i := range items {
 		it := &items[i]
 		if o, ok := b.offsets[txKey{partition: it.PartitionID, txid: it.TransactionID}]; ok &&
 			it.LeaseID != uuid.Nil && o.lease == it.LeaseID {
 			it.Offset = o.offset
 		}
+		if l := b.leases[it.LeaseID]; one && it.LeaseID != uuid.Nil && l != nil && l.full && l.group == it.Group &&
+			(i == 0 || l.queue == queue) {
+			queue = l.queue
+		} else {
+			one = false
+		}
 	}
+	if !one {
+		return ""
+	}
+	return queue
 }
 
 // cursors returns the cursors lease covers, nil when the book does not know
@@ -197,9 +211,14 @@ func (b *leaseBook) bookDelivered(w *waiter, res *queengo.ClaimResult, now time.
 	}
 	parts := make([]uuid.UUID, 0, len(res.Spans))
 	var lease time.Duration
+	queue := res.Spans[0].Queue
 	for _, s := range res.Spans {
 		parts = append(parts, s.PartitionID)
 		lease = max(lease, s.Lease)
+		if s.Queue != queue {
+			queue = ""
+		}
 	}
-	b.book(w.leaseID, w.req.Group, parts, res.Messages, now.Add(lease), now)
+	b.book(w.leaseID, bookedLease{queue: queue, full: len(res.Messages) >= w.req.Batch, group: w.req.Group,
+		parts: parts, until: now.Add(lease)}, res.Messages, now)
 }

@@ -18,7 +18,7 @@ func TestLeaseBook_RemembersALeaseUntilItEnds(t *testing.T) {
 	b := newLeaseBook()
 	lease, other := uuid.New(), uuid.New()
 	p1, p2 := uuid.New(), uuid.New()
-	b.book(lease, "g", []uuid.UUID{p1, p2}, nil, t0.Add(time.Minute), t0)
+	b.book(lease, bookedLease{group: "g", parts: []uuid.UUID{p1, p2}, until: t0.Add(time.Minute)}, nil, t0)
 	want := []queengo.CursorKey{{Partition: p1, Group: "g"}, {Partition: p2, Group: "g"}}
 	if got := b.cursors(lease); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("cursors %v, want %v", got, want)
@@ -35,11 +35,11 @@ func TestLeaseBook_RemembersALeaseUntilItEnds(t *testing.T) {
 		t.Fatalf("every span released: cursors %v, want the lease forgotten", got)
 	}
 
-	b.book(lease, "g", []uuid.UUID{p1}, nil, t0.Add(time.Minute), t0)
-	b.book(other, "g", []uuid.UUID{p2}, nil, t0.Add(time.Minute), t0)
+	b.book(lease, bookedLease{group: "g", parts: []uuid.UUID{p1}, until: t0.Add(time.Minute)}, nil, t0)
+	b.book(other, bookedLease{group: "g", parts: []uuid.UUID{p2}, until: t0.Add(time.Minute)}, nil, t0)
 	b.extended(lease, t0.Add(time.Hour))
 	sweep := t0.Add(time.Minute + leaseSweepEvery)
-	b.book(uuid.New(), "g", []uuid.UUID{p2}, nil, sweep.Add(time.Minute), sweep)
+	b.book(uuid.New(), bookedLease{group: "g", parts: []uuid.UUID{p2}, until: sweep.Add(time.Minute)}, nil, sweep)
 	if b.cursors(other) != nil {
 		t.Fatal("a lease that ended survived the sweep")
 	}
@@ -94,8 +94,7 @@ func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
 	a1, a2, b1 := queengo.AckItem{PartitionID: p1, TransactionID: "a1", LeaseID: first},
 		queengo.AckItem{PartitionID: p1, TransactionID: "a2", LeaseID: first},
 		queengo.AckItem{PartitionID: p2, TransactionID: "b1", LeaseID: first}
-	b.book(first, "g", []uuid.UUID{p1, p2}, []queengo.Message{msg(p1, "a1", 7), msg(p1, "a2", 8), msg(p2, "b1", 3)},
-		t0.Add(time.Minute), t0)
+	b.book(first, bookedLease{group: "g", parts: []uuid.UUID{p1, p2}, until: t0.Add(time.Minute)}, []queengo.Message{msg(p1, "a1", 7), msg(p1, "a2", 8), msg(p2, "b1", 3)}, t0)
 	if got := offsets(a1, a2, b1, queengo.AckItem{PartitionID: p2, TransactionID: "a1", LeaseID: first}); !slices.Equal(got, []int64{7, 8, 3, 0}) {
 		t.Fatalf("offsets %v, want [7 8 3 0] (a1 is not a message of p2)", got)
 	}
@@ -110,9 +109,9 @@ func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
 
 	// b1 is delivered again under second; first ends (swept) without
 	// taking second's entry along.
-	b.book(second, "g", []uuid.UUID{p2}, []queengo.Message{msg(p2, "b1", 3)}, t0.Add(time.Hour), t0)
+	b.book(second, bookedLease{group: "g", parts: []uuid.UUID{p2}, until: t0.Add(time.Hour)}, []queengo.Message{msg(p2, "b1", 3)}, t0)
 	sweep := t0.Add(time.Minute + leaseSweepEvery)
-	b.book(uuid.New(), "g", []uuid.UUID{p1}, nil, sweep.Add(time.Minute), sweep)
+	b.book(uuid.New(), bookedLease{group: "g", parts: []uuid.UUID{p1}, until: sweep.Add(time.Minute)}, nil, sweep)
 	if b.cursors(first) != nil {
 		t.Fatal("the ended lease survived the sweep")
 	}
@@ -123,5 +122,41 @@ func TestLeaseBook_KnowsTheOffsetsOfDeliveredMessages(t *testing.T) {
 	b.released(second, p2)
 	if got := offsets(b1); !slices.Equal(got, []int64{0}) || len(b.offsets) != 0 {
 		t.Fatalf("every lease ended: offset %v, book %v, want nothing", got, b.offsets)
+	}
+}
+
+// TestLeaseBook_NamesTheQueueOnlyWhenEveryItemIsAFullLeaseOfIt: fillOffsets
+// names the queue of an ack (for a hand-off, Broker.Ack) only when every
+// item names a lease the book knows, taken by a pop that got its whole
+// batch, for the item's group, on that one queue.
+func TestLeaseBook_NamesTheQueueOnlyWhenEveryItemIsAFullLeaseOfIt(t *testing.T) {
+	t.Parallel()
+	b := newLeaseBook()
+	t0 := time.Now()
+	p := uuid.New()
+	lease := func(queue string, full bool) uuid.UUID {
+		id := uuid.New()
+		b.book(id, bookedLease{queue: queue, full: full, group: "g", parts: []uuid.UUID{p}, until: t0.Add(time.Minute)}, nil, t0)
+		return id
+	}
+	q1, q1b, q2, part := lease("q1", true), lease("q1", true), lease("q2", true), lease("q1", false)
+	item := func(l uuid.UUID, group string) queengo.AckItem {
+		return queengo.AckItem{PartitionID: p, TransactionID: "t", Group: group, LeaseID: l}
+	}
+	for _, tc := range []struct {
+		name  string
+		items []queengo.AckItem
+		want  string
+	}{
+		{"one queue", []queengo.AckItem{item(q1, "g"), item(q1b, "g")}, "q1"},
+		{"two queues", []queengo.AckItem{item(q1, "g"), item(q2, "g")}, ""},
+		{"a partial batch", []queengo.AckItem{item(q1, "g"), item(part, "g")}, ""},
+		{"an unknown lease", []queengo.AckItem{item(q1, "g"), item(uuid.New(), "g")}, ""},
+		{"no lease", []queengo.AckItem{item(uuid.Nil, "g")}, ""},
+		{"another group", []queengo.AckItem{item(q1, "h")}, ""},
+	} {
+		if got := b.fillOffsets(tc.items); got != tc.want {
+			t.Errorf("%s: queue %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -42,6 +42,7 @@ type waiter struct {
 	reply   chan popReply
 	leaseID uuid.UUID
 
+	arrived   time.Time // when it reached the actor: rounds serve the oldest first
 	deadline  time.Time // wait=true: when the long poll answers empty
 	key       string    // parking key, set when first parked
 	cancelled bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,6 +34,9 @@ type queueActor struct {
 	pops    popScheduler
 	ready   readySets
 	expired []string // scratch for tick
+	// acks are handed-off acks (Broker.handOff) waiting for the next claim
+	// round, which applies them first.
+	acks []*ackRequest
 
 	retired  bool // passivated: the registry stops it
 	failedOn any  // the message Receive panicked on
@@ -90,6 +94,9 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.pops.add(m, a.d.clock.Now())
 	case *cancelPop:
 		a.pops.cancel(m.w)
+	case *ackRequest:
+		a.h.received++
+		a.handedOff(m)
 	case *partitionFreed:
 		a.ready.offer(m.partition, m.group)
 		// One pop of the group, or of every group for a write.
@@ -139,7 +146,6 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	case *releaseAll:
 		a.pops.releaseAll()
 		ctx.Send(ctx.Parent(), &released{from: ctx.Self()})
-		return
 	case *checkIdle:
 		a.checkIdle(ctx)
 		return
@@ -236,13 +242,38 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 	a.commit(ctx)
 }
 
-// run starts claim rounds for the pending pops and re-arms the timer.
+// handedOff takes acks the Broker handed off: their partitions are offered
+// to their groups, and one parked pop per partition looks again in the next
+// round, which applies the acks first (so it finds a partition whose lease
+// they end claimable). An ack that ends no lease costs such a pop one
+// empty look.
+func (a *queueActor) handedOff(r *ackRequest) {
+	a.acks = append(a.acks, r)
+	n := 0
+	for i, it := range r.items {
+		if slices.ContainsFunc(r.items[:i], func(x queengo.AckItem) bool {
+			return x.PartitionID == it.PartitionID && x.Group == it.Group
+		}) {
+			continue
+		}
+		a.ready.offer(it.PartitionID, it.Group)
+		n++
+	}
+	a.pops.wake(a.d.clock.Now(), n)
+}
+
+// run starts claim rounds for the pending pops and handed-off acks, and
+// re-arms the timer.
 func (a *queueActor) run(ctx actor.Context) {
-	if len(a.pops.pending) > 0 && !a.ensureLoaded(ctx) {
+	if (len(a.pops.pending) > 0 || len(a.acks) > 0) && !a.ensureLoaded(ctx) {
 		a.pops.arm(ctx, a.ready.next())
 		return
 	}
-	for ws := a.pops.take(); ws != nil; ws = a.pops.take() {
+	for a.pops.canStart() {
+		ws := a.pops.take()
+		if ws == nil && len(a.acks) == 0 {
+			break
+		}
 		a.startRound(ctx, ws)
 	}
 	a.pops.arm(ctx, a.ready.next())
@@ -267,8 +298,9 @@ func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
 	return false
 }
 
-// startRound builds the claims of ws and runs them as one round; a pop the
-// ready set answers without a claim finds nothing at once.
+// startRound builds the claims of ws and runs them as one round, with the
+// handed-off acks first; a pop the ready set answers without a claim finds
+// nothing at once.
 func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 	now := a.d.clock.Now()
 	a.ready.roundStarts()
@@ -286,7 +318,8 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		r.ws = append(r.ws, w)
 		r.params = append(r.params, p)
 	}
-	if len(r.ws) == 0 {
+	r.acks, a.acks = takeAcks(a.acks)
+	if len(r.ws) == 0 && len(r.acks) == 0 {
 		return
 	}
 	a.pops.started(r)
@@ -399,7 +432,7 @@ func (a *queueActor) checkIdle(ctx actor.Context) {
 }
 
 func (a *queueActor) idle() bool {
-	if a.loading || !a.pops.idle() || !a.pacer.idle() {
+	if a.loading || len(a.acks) > 0 || !a.pops.idle() || !a.pacer.idle() {
 		return false
 	}
 	for _, w := range a.writers {
@@ -424,7 +457,13 @@ func (a *queueActor) fail(err error) {
 		answer(m, popReply{err: err})
 	case *appendReq:
 		failPushes([]*appendReq{m}, err)
+	case *ackRequest:
+		m.answer(ackOutcome{err: err})
 	}
+	for _, r := range a.acks {
+		r.answer(ackOutcome{err: err})
+	}
+	a.acks = nil
 	a.pops.failAll(err)
 	for _, w := range a.writers {
 		w.failAll(err)

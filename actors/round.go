@@ -37,6 +37,9 @@ type claimRound struct {
 	// scopeIDs are the queues a discovery round claims from otherwise.
 	scope    *scopeKey
 	scopeIDs []uuid.UUID
+	// acks are handed-off acks the round applies before its claims, in the
+	// same transaction (Store.AckClaim); answered by the round's goroutine.
+	acks []*ackRequest
 
 	// Filled by run.
 	res    []queengo.ClaimResult // one per pop; a claim's own failure is in its Err
@@ -68,26 +71,46 @@ func claimOf(w *waiter) queengo.ClaimParams {
 	return p
 }
 
+// takeAcks splits the handed-off acks waiting for a round into the ones the
+// next round carries, at most ackBatchMax items (a larger request goes
+// alone), and the rest.
+func takeAcks(waiting []*ackRequest) (next, rest []*ackRequest) {
+	n, k := 0, 0
+	for k < len(waiting) && (k == 0 || n+len(waiting[k].items) <= ackBatchMax) {
+		n += len(waiting[k].items)
+		k++
+	}
+	if k == len(waiting) {
+		return waiting, nil
+	}
+	return waiting[:k:k], append([]*ackRequest(nil), waiting[k:]...)
+}
+
 // start runs the round on a goroutine of its own, bounded by the request
 // timeout (not a long poll's wait, which is parked in the actor between
-// rounds), and sends it back to the actor when it is done.
+// rounds), answers the acks it carried, and sends it back to the actor when
+// it is done.
 func (r *claimRound) start(ctx actor.Context, d *deps) {
 	claimRoundPops.Update(float64(len(r.ws)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), d.timeout)
 		defer cancel()
-		r.run(c, d.store)
+		res, err := r.run(c, d.store)
+		if len(r.acks) > 0 {
+			d.acks.settle(c, r.acks, res, nil, err)
+		}
 		root.Send(self, r)
 	}()
 }
 
 // run executes the round: it loads the scope's queues when asked, looks up
 // the partitions of single-partition pops the actor does not know yet, then
-// hands every claim that has somewhere to look to the store in one call.
-// A failed lookup or claim is that pop's failure only; a failed scope load or
-// Claim call fails the whole round.
-func (r *claimRound) run(ctx context.Context, store Store) {
+// hands every claim that has somewhere to look to the store in one call,
+// with the round's acks (AckClaim) when it carries any, and returns their
+// results or their error. A failed lookup or claim is that pop's failure
+// only; a failed scope load or Claim call fails the whole round.
+func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult, error) {
 	if r.scope != nil {
 		qs, err := store.QueuesInScope(ctx, r.scope.namespace, r.scope.task)
 		if r.err = err; err == nil {
@@ -133,8 +156,12 @@ func (r *claimRound) run(ctx context.Context, store Store) {
 		}
 	}
 	r.res = make([]queengo.ClaimResult, len(r.params))
+	items := joinAcks(r.acks)
 	if r.err != nil || len(todo) == 0 {
-		return
+		if len(items) == 0 {
+			return nil, nil
+		}
+		return store.Ack(ctx, items)
 	}
 	batch := r.params
 	if len(todo) < len(r.params) {
@@ -143,16 +170,27 @@ func (r *claimRound) run(ctx context.Context, store Store) {
 			batch[k] = r.params[i]
 		}
 	}
+	var (
+		acks   []queengo.AckResult
+		ackErr error
+		res    []queengo.ClaimResult
+		err    error
+	)
 	start := time.Now()
-	res, err := store.Claim(ctx, batch)
+	if len(items) > 0 {
+		acks, res, ackErr = store.AckClaim(ctx, items, batch)
+	} else {
+		res, err = store.Claim(ctx, batch)
+	}
 	claimDuration.UpdateDuration(start)
 	if err != nil {
 		r.err = err
-		return
+		return nil, nil
 	}
 	for k, i := range todo {
 		r.res[i] = res[k]
 	}
+	return acks, ackErr
 }
 
 // failure is the error the i-th pop answers with, if any: the round's (every

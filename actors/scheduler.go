@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,18 +34,25 @@ func (s *popScheduler) add(w *waiter, now time.Time) {
 		answer(w, popReply{})
 		return
 	}
+	w.arrived = now
 	if w.req.Wait {
 		w.deadline = now.Add(w.req.Timeout)
 	}
 	s.pending = append(s.pending, w)
 }
 
-// take returns the pops of the next claim round: nil when none is pending or
-// the actor runs as many rounds as it may.
+// canStart reports whether the actor may start another claim round.
+func (s *popScheduler) canStart() bool { return len(s.rounds) < s.d.claimsInFlight }
+
+// take returns the pops of the next claim round, the ones waiting longest
+// first (a round hands partitions out in its pops' order, so a parked pop a
+// wake released keeps its turn over pops that came after it): nil when
+// none is pending or the actor runs as many rounds as it may.
 func (s *popScheduler) take() []*waiter {
-	if len(s.pending) == 0 || len(s.rounds) >= s.d.claimsInFlight {
+	if len(s.pending) == 0 || !s.canStart() {
 		return nil
 	}
+	slices.SortStableFunc(s.pending, func(a, b *waiter) int { return a.arrived.Compare(b.arrived) })
 	n := min(len(s.pending), roundMax)
 	ws := append([]*waiter(nil), s.pending[:n]...)
 	rest := copy(s.pending, s.pending[n:])

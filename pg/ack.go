@@ -27,6 +27,16 @@ func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ack
 	return out, nil
 }
 
+// ackLead is an ack that rides first in a claim round's first batch, in its
+// implicit transaction (Store.AckClaim).
+type ackLead struct {
+	items     []queengo.AckItem
+	sent      bool
+	committed bool                // its batch committed: res stands
+	res       []queengo.AckResult // read from the batch; nil unless committed
+	err       error               // why its batch failed, when it did
+}
+
 type queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }

@@ -46,8 +46,64 @@ import (
 func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	out := make([]queengo.ClaimResult, len(claims))
-	var run []int
+	out, run := prepareClaims(claims)
+	if len(run) == 0 {
+		return out, nil
+	}
+	if err := s.claim(ctx, claims, run, out, nil); err != nil {
+		return nil, fmt.Errorf("error claiming: %w", err)
+	}
+	return out, nil
+}
+
+// AckClaim applies the acknowledgements items, then serves the claims as
+// Claim does, and returns the acks' results in item order and the claims'.
+// The acks ride at the head of the round's first batch, in its implicit
+// transaction, which then commits synchronously as an ack does: a
+// partition whose lease they end is claimed without a commit and a round
+// trip in between (the hand-off, actors' Broker.Ack). When that batch does
+// not commit, the acks run alone and the claims after them, as Ack and
+// Claim would. The error is the acks' (the claims' failures are in their
+// results' Err): nothing of them was applied, or, for a lost connection or
+// an ended deadline, maybe they were.
+func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	out, run := prepareClaims(claims)
+	lead := &ackLead{items: items}
+	var claimErr error
+	if len(run) > 0 {
+		claimErr = s.claim(ctx, claims, run, out, lead)
+	}
+	acks, err := lead.res, error(nil)
+	switch {
+	case lead.committed:
+	case lead.sent && !rolledBack(ctx, lead.err):
+		// The connection or the deadline went with the batch: the acks
+		// may have committed, so they are not applied again.
+		err = fmt.Errorf("error acking: %w", translateCtx(ctx, lead.err))
+	default:
+		acks, err = s.Ack(ctx, items)
+		if lead.sent && claimErr != nil && rolledBack(ctx, claimErr) {
+			// The round's first batch rolled back, so nothing of it
+			// stands: the claims run again after the acks.
+			claimErr = s.claim(ctx, claims, run, out, nil)
+		}
+	}
+	if claimErr != nil {
+		claimErr = fmt.Errorf("error claiming: %w", claimErr)
+		for _, i := range run {
+			out[i] = queengo.ClaimResult{Err: claimErr}
+		}
+	}
+	return acks, out, err
+}
+
+// prepareClaims makes the results of claims and lists the ones to run: a
+// claim PostgreSQL would reject gets its error without being sent, and one
+// without QueueIDs an empty result.
+func prepareClaims(claims []queengo.ClaimParams) (out []queengo.ClaimResult, run []int) {
+	out = make([]queengo.ClaimResult, len(claims))
 	for i := range claims {
 		if err := checkClaim(&claims[i]); err != nil {
 			out[i].Err = fmt.Errorf("error claiming: %w", err)
@@ -57,48 +113,53 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 			run = append(run, i)
 		}
 	}
-	if len(run) == 0 {
-		return out, nil
-	}
+	return out, run
+}
+
+// claim serves the claims run, with lead (nil: none) at the head of the
+// first batch it may ride in. When the round fails before applying anything
+// and carries more than one claim, each claim runs again alone so only the
+// failing one reports its error (not when the failed batch carried the
+// lead). The error is what every claim shares.
+func (s *Store) claim(ctx context.Context, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *ackLead) error {
 	var rerun bool
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		err := s.claimRound(ctx, c, claims, run, out)
-		if err != nil && len(run) > 1 && rolledBack(ctx, err) {
+		err := s.claimRound(ctx, c, claims, run, out, lead)
+		// A failure of the batch the lead rode in may be the lead's own:
+		// AckClaim runs the claims again after the acks.
+		if err != nil && len(run) > 1 && rolledBack(ctx, err) && (lead == nil || !lead.sent || lead.committed) {
 			s.log.Warn("claim round failed; running its claims one by one", "claims", len(run), "err", err)
 			rerun = true
 			return nil
 		}
 		return err
 	})
-	if err == nil && rerun {
-		// On a connection of its own: the round's may have been dropped.
-		err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-			for k, i := range run {
-				err := s.claimRound(ctx, c, claims, run[k:k+1], out)
-				switch {
-				case err == nil:
+	if err != nil || !rerun {
+		return err
+	}
+	// On a connection of its own: the round's may have been dropped.
+	return s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		for k, i := range run {
+			err := s.claimRound(ctx, c, claims, run[k:k+1], out, nil)
+			switch {
+			case err == nil:
+				continue
+			case rolledBack(ctx, err):
+				out[i] = queengo.ClaimResult{Err: fmt.Errorf("error claiming: %w", translate(err))}
+				if !c.Conn().IsClosed() {
 					continue
-				case rolledBack(ctx, err):
-					out[i] = queengo.ClaimResult{Err: fmt.Errorf("error claiming: %w", translate(err))}
-					if !c.Conn().IsClosed() {
-						continue
-					}
 				}
-				// The connection or the deadline is gone: this claim and the
-				// ones after it fail alike; the ones before it stand.
-				err = fmt.Errorf("error claiming: %w", translateCtx(ctx, err))
-				for _, j := range run[k:] {
-					out[j] = queengo.ClaimResult{Err: err}
-				}
-				return nil
+			}
+			// The connection or the deadline is gone: this claim and the
+			// ones after it fail alike; the ones before it stand.
+			err = fmt.Errorf("error claiming: %w", translateCtx(ctx, err))
+			for _, j := range run[k:] {
+				out[j] = queengo.ClaimResult{Err: err}
 			}
 			return nil
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("error claiming: %w", err)
-	}
-	return out, nil
+		}
+		return nil
+	})
 }
 
 // checkClaim rejects what PostgreSQL would reject in the claim's parameters,
@@ -131,9 +192,10 @@ const claimPasses = 3
 const readyMax = 1000
 
 // claimRound serves the claims run (indexes into claims, all encodable) and
-// stores their results in out, one scope after the other. An error is
-// returned only when nothing of the round was applied.
-func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult) error {
+// stores their results in out, one scope after the other; lead, when not
+// nil, goes first in the first scope's first batch. An error is returned
+// only when nothing of the round but maybe lead was applied.
+func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *ackLead) error {
 	var scopes [][]int
 	for _, i := range run {
 		k := slices.IndexFunc(scopes, func(sc []int) bool { return slices.Equal(claims[sc[0]].QueueIDs, claims[i].QueueIDs) })
@@ -148,6 +210,7 @@ func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queeng
 			out[i] = queengo.ClaimResult{}
 		}
 		r := newScopeRound(claims, sc)
+		r.lead, lead = lead, nil
 		if err := r.read(ctx, c); err != nil {
 			return err
 		}
@@ -192,6 +255,9 @@ type scopeRound struct {
 	// pre are statements that go first in the next batch: the subscription
 	// records, first contacts.
 	pre []preStatement
+	// lead, until sent, goes first in the next batch (AckClaim); riding is
+	// it while it rides in the batch under way.
+	lead, riding *ackLead
 }
 
 type preStatement struct {
@@ -334,18 +400,39 @@ func (r *scopeRound) read(ctx context.Context, c *pgxpool.Conn) error {
 	return err
 }
 
-// batch starts a batch with the statements waiting in pre.
+// leadRides reports whether the lead goes in the next batch: not sent yet,
+// and no statement waits in pre. Subscription records and first contacts
+// lock before cursors do (docs/architecture.md, "Lock order"), and the ack
+// locks cursors, so it never shares their transaction.
+func (r *scopeRound) leadRides() bool { return r.lead != nil && len(r.pre) == 0 }
+
+// batch starts a batch with the lead, when it rides, or the statements
+// waiting in pre.
 func (r *scopeRound) batch() *pgx.Batch {
 	b := &pgx.Batch{}
+	if r.leadRides() {
+		b.Queue(ackSQL, ackArgs(r.lead.items)...)
+		r.lead.sent = true
+		r.lead, r.riding = nil, r.lead
+	}
 	for _, st := range r.pre {
 		b.Queue(st.sql, st.args...)
 	}
 	return b
 }
 
-// sendPre reads the answers of the statements of pre that start br and
-// empties pre.
+// sendPre reads the answers of the lead riding in br and the statements of
+// pre that start br, and empties pre.
 func (r *scopeRound) sendPre(br pgx.BatchResults) error {
+	if r.riding != nil {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if r.riding.res, err = scanAcks(rows, len(r.riding.items)); err != nil {
+			return err
+		}
+	}
 	for range r.pre {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -355,18 +442,33 @@ func (r *scopeRound) sendPre(br pgx.BatchResults) error {
 	return nil
 }
 
-// flush sends the statements still waiting in pre: the first contacts a
-// round's last claim_take found needed when its pops were served anyway.
+// close ends br, whose answers were read (err: the first that failed), and
+// marks the lead that rode in it committed, or failed with the batch.
+func (r *scopeRound) close(br pgx.BatchResults, err error) error {
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if l := r.riding; l != nil {
+		r.riding = nil
+		l.committed, l.err = err == nil, err
+		if err != nil {
+			l.res = nil
+		}
+	}
+	return err
+}
+
+// flush sends what still waits: the statements of pre (the first contacts
+// a round's last claim_take found needed when its pops were served anyway),
+// then the lead, when no batch carried it.
 func (r *scopeRound) flush(ctx context.Context, c *pgxpool.Conn) error {
-	if len(r.pre) == 0 {
-		return nil
+	for len(r.pre) > 0 || r.lead != nil {
+		br := c.SendBatch(ctx, r.batch())
+		if err := r.close(br, r.sendPre(br)); err != nil {
+			return err
+		}
 	}
-	br := c.SendBatch(ctx, r.batch())
-	defer br.Close()
-	if err := r.sendPre(br); err != nil {
-		return err
-	}
-	return br.Close()
+	return nil
 }
 
 // contact queues the first contact of the groups with partitions they never
@@ -389,9 +491,13 @@ type missingCursor struct {
 // readBatch sends b, whose last statement is claim_read, and replaces the
 // groups' entries with its answer. It returns the partitions never
 // contacted, which become gone.
-func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batch) ([]missingCursor, error) {
+func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batch) (missing []missingCursor, err error) {
 	br := c.SendBatch(ctx, b)
-	defer br.Close()
+	defer func() {
+		if err = r.close(br, err); err != nil {
+			missing = nil
+		}
+	}()
 	if err := r.sendPre(br); err != nil {
 		return nil, err
 	}
@@ -402,7 +508,6 @@ func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batc
 	for k := range r.groups {
 		r.groups[k].entries = r.groups[k].entries[:0]
 	}
-	var missing []missingCursor
 	var (
 		k     int32
 		pid   pgtype.UUID
@@ -423,7 +528,7 @@ func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batc
 	if err != nil {
 		return nil, err
 	}
-	return missing, br.Close()
+	return missing, nil
 }
 
 // takeCall is one claim_take: pops of one group served from a pool of its
@@ -519,8 +624,9 @@ func (r *scopeRound) handOut() []*takeCall {
 // results of the pops in out, and which partitions are taken, gone or still
 // free.
 func (r *scopeRound) take(ctx context.Context, c *pgxpool.Conn, calls []*takeCall, out []queengo.ClaimResult) error {
+	// An ack riding in the batch commits synchronously.
+	async := !r.leadRides() && r.asyncCommit(calls)
 	b := r.batch()
-	async := r.asyncCommit(calls)
 	if async {
 		b.Queue(asyncCommitSQL)
 	}
@@ -555,7 +661,26 @@ first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3
 			r.queues, r.names[call.group], g.full, cands, pool, slots, budgets, mins, secs, autos, leases)
 	}
 	br := c.SendBatch(ctx, b)
-	defer br.Close()
+	// A failure at commit (Sync) rolls back every call read.
+	if err := r.close(br, r.readTakes(br, async, calls, out)); err != nil {
+		return err
+	}
+	var missing []missingCursor
+	for k := range r.groups {
+		for _, pid := range r.groups[k].missing {
+			missing = append(missing, missingCursor{group: k, pid: pid})
+		}
+		r.groups[k].missing = nil
+	}
+	if len(missing) > 0 {
+		r.contact(missing)
+	}
+	return nil
+}
+
+// readTakes reads the answers of a take's batch br: the statements that
+// start it, the asyncCommit statement when async, then the calls'.
+func (r *scopeRound) readTakes(br pgx.BatchResults, async bool, calls []*takeCall, out []queengo.ClaimResult) error {
 	if err := r.sendPre(br); err != nil {
 		return err
 	}
@@ -568,20 +693,6 @@ first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3
 		if err := r.readTake(br, call, out); err != nil {
 			return err
 		}
-	}
-	// A failure at commit (Sync) rolls back every call read above.
-	if err := br.Close(); err != nil {
-		return err
-	}
-	var missing []missingCursor
-	for k := range r.groups {
-		for _, pid := range r.groups[k].missing {
-			missing = append(missing, missingCursor{group: k, pid: pid})
-		}
-		r.groups[k].missing = nil
-	}
-	if len(missing) > 0 {
-		r.contact(missing)
 	}
 	return nil
 }

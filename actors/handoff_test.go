@@ -1,0 +1,173 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// handOffSetup is a broker on a fake store whose claims find nothing until
+// an ack rode in a claim round, and a lease of group g on partition part of queue q
+// that the broker handed out.
+type handOffSetup struct {
+	b     *Broker
+	f     *fakeStore
+	lease uuid.UUID
+	part  uuid.UUID
+}
+
+func setupHandOff(t *testing.T) *handOffSetup {
+	t.Helper()
+	f := newFakeStore()
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		for _, c := range f.acked() {
+			if c.claims > 0 {
+				return deliverOwn(claims), nil
+			}
+		}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	s := &handOffSetup{b: newTestBroker(t, Config{Store: f, RequestTimeout: 5 * time.Second}), f: f,
+		lease: uuid.New(), part: uuid.New()}
+	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part}, until: time.Now().Add(time.Minute)}, nil, time.Now())
+	return s
+}
+
+// parkPop sends a long poll of group g on queue q and waits until it is
+// parked.
+func (s *handOffSetup) parkPop(t *testing.T) *waiter {
+	t.Helper()
+	parked := s.b.ParkedByQueue()["q"]
+	w := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+	deadline := time.Now().Add(5 * time.Second)
+	for s.b.ParkedByQueue()["q"] == parked {
+		if time.Now().After(deadline) {
+			t.Fatal("the pop was not parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return w
+}
+
+func (s *handOffSetup) ack(t *testing.T, lease uuid.UUID) queengo.AckResult {
+	t.Helper()
+	res, err := s.b.Ack(context.Background(), []queengo.AckItem{{PartitionID: s.part, TransactionID: "t1",
+		Status: "completed", Group: "g", LeaseID: lease}})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("ack: %v %v", res, err)
+	}
+	return res[0]
+}
+
+// TestHandOff_AnAckRidesInTheRoundOfThePopItFrees: an ack naming a lease this
+// process handed out on a queue that keeps a pop of its group parked goes to
+// the queue's actor, which applies it at the head of the claim round that
+// serves the parked pop (one AckClaim call), and the pop gets the messages.
+func TestHandOff_AnAckRidesInTheRoundOfThePopItFrees(t *testing.T) {
+	t.Parallel()
+	s := setupHandOff(t)
+	w := s.parkPop(t)
+
+	if r := s.ack(t, s.lease); !r.Success || !r.LeaseReleased {
+		t.Fatalf("ack answered %+v", r)
+	}
+	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 1 {
+		t.Fatalf("the parked pop got %+v %v, want one message", r.res, r.err)
+	}
+	calls := s.f.acked()
+	if len(calls) != 1 || calls[0].claims != 1 || len(calls[0].items) != 1 || calls[0].items[0].LeaseID != s.lease {
+		t.Fatalf("ack calls %+v, want one AckClaim of the ack with the parked pop's claim", calls)
+	}
+}
+
+// TestHandOff_OtherAcksGoToTheCoalescer: an ack naming a lease this process
+// does not know, or one of a queue with nothing parked, commits on its own
+// (Ack), as before.
+func TestHandOff_OtherAcksGoToTheCoalescer(t *testing.T) {
+	t.Parallel()
+	s := setupHandOff(t)
+	s.ack(t, s.lease) // nothing parked
+	s.parkPop(t)
+	s.ack(t, uuid.New()) // not booked
+	for i, c := range s.f.acked() {
+		if c.claims != 0 {
+			t.Fatalf("ack call %d carried %d claims, want a plain Ack", i, c.claims)
+		}
+	}
+	if n := len(s.f.acked()); n != 2 {
+		t.Fatalf("%d ack calls, want 2", n)
+	}
+}
+
+// TestHandOff_AFailedActorAnswersTheAcksItHeld: a queue actor that fails
+// while it holds a handed-off ack waiting for the next round answers it
+// with an error at once, never a hang.
+func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	inRound, release := make(chan struct{}), make(chan struct{})
+	var claims atomic.Int32
+	f.claim = func(_ context.Context, cs []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		if claims.Add(1) == 2 {
+			close(inRound)
+			<-release
+		}
+		return make([]queengo.ClaimResult, len(cs)), nil
+	}
+	t.Cleanup(func() { close(release) })
+	held := make(chan struct{}, 1)
+	signalAcks := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			next(c, env)
+			if _, ok := env.Message.(*ackRequest); ok {
+				held <- struct{}{}
+			}
+		}
+	}
+	// A parked pop re-checks only when woken.
+	cfg := Config{Store: f, RequestTimeout: 5 * time.Second, Backoff: Backoff{Initial: time.Hour, Threshold: 100, Multiplier: 1, Max: time.Hour}}
+	s := &handOffSetup{b: newTestBrokerWith(t, cfg, func(d *deps) {
+		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(panicOnTestPanic, signalAcks)}
+	}), f: f, lease: uuid.New(), part: uuid.New()}
+	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part},
+		until: time.Now().Add(time.Minute)}, nil, time.Now())
+	s.parkPop(t)
+	// Another group's first pop searches: its round holds the actor's only
+	// claim slot, so the ack waits for the next round.
+	sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g2", Batch: 1})
+	waitChan(t, inRound, "the other group's round")
+
+	answered := make(chan error, 1)
+	go func() {
+		_, err := s.b.Ack(context.Background(), []queengo.AckItem{{PartitionID: s.part, TransactionID: "t",
+			Status: "completed", Group: "g", LeaseID: s.lease}})
+		answered <- err
+	}()
+	waitChan(t, held, "the ack reaching the actor")
+	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
+	select {
+	case err := <-answered:
+		if !errors.Is(err, errActorFailed) {
+			t.Fatalf("the held ack answered %v, want errActorFailed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held ack was not answered")
+	}
+}
+
+// waitChan waits for a receive from ch, failing the test after 5 s.
+func waitChan[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not happen within 5s", what)
+	}
+}

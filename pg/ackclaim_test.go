@@ -1,0 +1,63 @@
+package pg_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/queengo/queengo"
+)
+
+// TestAckClaim_APartitionTheAckFreesIsClaimedInTheSameCall: the acks of an
+// AckClaim apply before its claims, in the round's transaction, so a claim
+// takes the partition whose lease an ack of the same call ends; the acks get
+// their results in item order.
+func TestAckClaim_APartitionTheAckFreesIsClaimedInTheSameCall(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, parts := claimQueue(t, s, 2)
+	p := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	first := claimOK(t, s, p)
+	if len(first[0].Messages) != 1 {
+		t.Fatalf("first claim: %+v", first[0])
+	}
+	msg := first[0].Messages[0]
+	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	if res := claimOK(t, s, next); len(res[0].Messages) != 0 {
+		t.Fatalf("a claim while the lease is live took %+v", res[0])
+	}
+
+	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{
+		{PartitionID: parts[0], TransactionID: msg.TransactionID, Status: "completed", Group: "g", LeaseID: p[0].LeaseID},
+		{PartitionID: parts[0], TransactionID: "nope", Status: "completed", Group: "g"},
+	}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queengo.AckResult{{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "p0"},
+		{Failure: queengo.AckMessageNotFound}}
+	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
+		t.Fatalf("acks %+v, want %+v", acks, want)
+	}
+	if res[0].Err != nil || len(res[0].Messages) != 1 || res[0].Messages[0].TransactionID != "p0-1" {
+		t.Fatalf("the claim after the ack got %+v, want p0-1", res[0])
+	}
+}
+
+// TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed: when the
+// acks make the round's first batch fail, they run alone and report their
+// error, and the claims run again on their own and are served.
+func TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, parts := claimQueue(t, s, 1)
+	// A NUL byte is not valid in PostgreSQL text: the ack statement fails.
+	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{
+		{PartitionID: parts[0], TransactionID: "p0-0\x00", Status: "completed", Group: "g"},
+	}, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1}))
+	if err == nil || acks != nil {
+		t.Fatalf("acks %+v %v, want the statement's error", acks, err)
+	}
+	if res[0].Err != nil || len(res[0].Messages) != 1 {
+		t.Fatalf("the claim got %+v, want p0-0", res[0])
+	}
+}
