@@ -1,12 +1,15 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
@@ -84,6 +87,11 @@ func TestHandOff_AnAckRidesInTheRoundOfThePopItFrees(t *testing.T) {
 	calls := s.f.acked()
 	if len(calls) != 1 || calls[0].claims != 1 || len(calls[0].items) != 1 || calls[0].items[0].LeaseID != s.lease {
 		t.Fatalf("ack calls %+v, want one AckClaim of the ack with the parked pop's claim", calls)
+	}
+	var m bytes.Buffer
+	metrics.WritePrometheus(&m, false)
+	if !strings.Contains(m.String(), "queengo_ack_handoff_items_count") {
+		t.Error("the hand-off is not in queengo_ack_handoff_items")
 	}
 }
 

@@ -12,6 +12,7 @@ var (
 	commitDuration    = metrics.NewHistogram(`queengo_commit_duration_seconds`)
 	claimRoundPops    = metrics.NewHistogram(`queengo_claim_round_pops`)
 	claimDuration     = metrics.NewHistogram(`queengo_claim_duration_seconds`)
+	handOffItems      = metrics.NewHistogram(`queengo_ack_handoff_items`)
 	parkRefused       = metrics.NewCounter(`queengo_parked_pops_refused_total`)
 	actorRestarts     = metrics.NewCounter(`queengo_actor_restarts_total`)
 	actorPassivations = metrics.NewCounter(`queengo_actor_passivations_total`)

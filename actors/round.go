@@ -157,6 +157,9 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 	}
 	r.res = make([]queengo.ClaimResult, len(r.params))
 	items := joinAcks(r.acks)
+	if len(items) > 0 {
+		handOffItems.Update(float64(len(items)))
+	}
 	if r.err != nil || len(todo) == 0 {
 		if len(items) == 0 {
 			return nil, nil
