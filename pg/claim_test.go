@@ -13,7 +13,6 @@ import (
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
-	"github.com/queengo/queengo/pg/pgtest"
 )
 
 // claimQueue creates a queue whose partitions p0, p1, ... hold counts[i]
@@ -217,16 +216,7 @@ func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
 func TestClaimPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := pgtest.Create("pgclaimplan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Drop() })
-	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 1, AcquireTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, db := openFresh(t, "pgclaimplan", pg.Config{PoolSize: 1, AcquireTimeout: 5 * time.Second})
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

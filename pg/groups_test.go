@@ -11,7 +11,6 @@ import (
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
-	"github.com/queengo/queengo/pg/pgtest"
 )
 
 // groupsDB is a database of the test's own, migrated, holding queues
@@ -21,16 +20,7 @@ import (
 func groupsDB(t *testing.T, queues, parts, segs, groups int) (*pg.Store, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := pgtest.Create("pggroups")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Drop() })
-	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, db := openFresh(t, "pggroups", pg.Config{PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: time.Minute})
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

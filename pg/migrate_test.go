@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/queengo/queengo/pg"
-	"github.com/queengo/queengo/pg/pgtest"
 )
 
 // TestMigrate_FunctionsReappliedAtEveryStart: the files of sql/functions
@@ -17,16 +16,7 @@ import (
 func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := pgtest.Create("pgmigrate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Drop() })
-	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, db := openFresh(t, "pgmigrate", pg.Config{PoolSize: 2})
 	migs, err := pg.Migrations()
 	if err != nil {
 		t.Fatal(err)
@@ -69,16 +59,7 @@ func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 func TestMigrate_NotCutByTheStatementTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := pgtest.Create("pgmigratetimeout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Drop() })
-	s, err := pg.Open(ctx, pg.Config{URL: db.URL, PoolSize: 1, StatementTimeout: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := openFresh(t, "pgmigratetimeout", pg.Config{PoolSize: 1, StatementTimeout: time.Millisecond})
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatalf("migrate under a 1 ms statement timeout: %v", err)
 	}

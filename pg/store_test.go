@@ -46,6 +46,24 @@ func openStore(t *testing.T) *pg.Store {
 	return s
 }
 
+// openFresh opens a store, not yet migrated, with cfg (its URL set here) on
+// a database of its own named after prefix; both go when the test ends.
+func openFresh(t *testing.T, prefix string, cfg pg.Config) (*pg.Store, *pgtest.Database) {
+	t.Helper()
+	db, err := pgtest.Create(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Drop() })
+	cfg.URL = db.URL
+	s, err := pg.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, db
+}
+
 func frame(tx string) queengo.Frame {
 	return queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(`{"tx":"` + tx + `"}`)}
 }
