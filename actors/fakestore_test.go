@@ -25,6 +25,7 @@ type fakeStore struct {
 
 	queue queengo.Queue
 
+	ensure func(ctx context.Context) error
 	claim  func(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
 	append func(ctx context.Context, segs []queengo.Segment) error
 	lookup func(ctx context.Context, name string) (uuid.UUID, error)
@@ -49,7 +50,14 @@ func newFakeStore() *fakeStore {
 	}
 }
 
-func (f *fakeStore) EnsureQueue(context.Context, string) (queengo.Queue, error) { return f.queue, nil }
+func (f *fakeStore) EnsureQueue(ctx context.Context, _ string) (queengo.Queue, error) {
+	if f.ensure != nil {
+		if err := f.ensure(ctx); err != nil {
+			return queengo.Queue{}, err
+		}
+	}
+	return f.queue, nil
+}
 
 func (f *fakeStore) QueuesInScope(context.Context, string, string) ([]queengo.Queue, error) {
 	return []queengo.Queue{f.queue}, nil

@@ -170,6 +170,23 @@ func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
 	}
 }
 
+// TestHandOff_AFailedQueueLoadAnswersTheHeldAcks: acks handed to a queue
+// actor that must load its queue again (it was reconfigured) and cannot
+// answer with the load's error, as its pending pops do, rather than wait.
+func TestHandOff_AFailedQueueLoadAnswersTheHeldAcks(t *testing.T) {
+	t.Parallel()
+	s := setupHandOff(t)
+	s.parkPop(t)
+	down := errors.New("database down")
+	s.f.ensure = func(context.Context) error { return down }
+	s.b.hintQueue("q", &queueChanged{})
+	_, err := s.b.Ack(context.Background(), []queengo.AckItem{{PartitionID: s.part, TransactionID: "t1",
+		Status: "completed", Group: "g", LeaseID: s.lease}})
+	if !errors.Is(err, down) {
+		t.Fatalf("ack answered %v, want the queue load's error", err)
+	}
+}
+
 // waitChan waits for a receive from ch, failing the test after 5 s.
 func waitChan[T any](t *testing.T, ch <-chan T, what string) {
 	t.Helper()

@@ -123,6 +123,10 @@ func (a *queueActor) Receive(ctx actor.Context) {
 			}
 			clear(a.pops.pending)
 			a.pops.pending = a.pops.pending[:0]
+			for _, r := range a.acks {
+				r.answer(ackOutcome{err: m.err})
+			}
+			a.acks = nil
 		} else {
 			q := m.q
 			a.q = &q
