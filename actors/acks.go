@@ -144,6 +144,18 @@ func (r *ackRequest) wait(ctx context.Context) (ackOutcome, error) {
 	}
 }
 
+// nextBatch splits waiting, which is not empty, into the requests one
+// commit carries, in order, at most ackBatchMax items (a larger request
+// goes alone), and the rest; n is the batch's size.
+func nextBatch(waiting []*ackRequest) (batch, rest []*ackRequest, n int) {
+	n, k := waiting[0].size(), 1
+	for k < len(waiting) && n+waiting[k].size() <= ackBatchMax {
+		n += waiting[k].size()
+		k++
+	}
+	return waiting[:k:k], append([]*ackRequest(nil), waiting[k:]...), n
+}
+
 // take returns the next batch to commit, if one may start now: none is in
 // flight, or the backlog is large and fewer than ackCommitsMax are. c.mu
 // must be held.
@@ -151,13 +163,8 @@ func (c *ackCoalescer) take() []*ackRequest {
 	if len(c.waiting) == 0 || c.inflight >= ackCommitsMax || (c.inflight > 0 && c.items < ackConcurrentMin) {
 		return nil
 	}
-	n, k := c.waiting[0].size(), 1
-	for k < len(c.waiting) && n+c.waiting[k].size() <= ackBatchMax {
-		n += c.waiting[k].size()
-		k++
-	}
-	batch := c.waiting[:k:k]
-	c.waiting = append([]*ackRequest(nil), c.waiting[k:]...)
+	batch, rest, n := nextBatch(c.waiting)
+	c.waiting = rest
 	c.items -= n
 	c.inflight++
 	return batch

@@ -160,13 +160,8 @@ func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
 	}()
 	waitChan(t, held, "the ack reaching the actor")
 	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
-	select {
-	case err := <-answered:
-		if !errors.Is(err, errActorFailed) {
-			t.Fatalf("the held ack answered %v, want errActorFailed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the held ack was not answered")
+	if err := waitChan(t, answered, "the held ack's answer"); !errors.Is(err, errActorFailed) {
+		t.Fatalf("the held ack answered %v, want errActorFailed", err)
 	}
 }
 
@@ -187,12 +182,15 @@ func TestHandOff_AFailedQueueLoadAnswersTheHeldAcks(t *testing.T) {
 	}
 }
 
-// waitChan waits for a receive from ch, failing the test after 5 s.
-func waitChan[T any](t *testing.T, ch <-chan T, what string) {
+// waitChan returns what ch gives, failing the test after 5 s.
+func waitChan[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
-	case <-ch:
+	case v := <-ch:
+		return v
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s did not happen within 5s", what)
 	}
+	var zero T
+	return zero
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -253,17 +252,14 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 // empty look.
 func (a *queueActor) handedOff(r *ackRequest) {
 	a.acks = append(a.acks, r)
-	n := 0
-	for i, it := range r.items {
-		if slices.ContainsFunc(r.items[:i], func(x queengo.AckItem) bool {
-			return x.PartitionID == it.PartitionID && x.Group == it.Group
-		}) {
-			continue
+	freed := make(map[leaseKey]bool, 1)
+	for _, it := range r.items {
+		if k := (leaseKey{group: it.Group, pid: it.PartitionID}); !freed[k] {
+			freed[k] = true
+			a.ready.offer(it.PartitionID, it.Group)
 		}
-		a.ready.offer(it.PartitionID, it.Group)
-		n++
 	}
-	a.pops.wake(a.d.clock.Now(), n)
+	a.pops.wake(a.d.clock.Now(), len(freed))
 }
 
 // run starts claim rounds for the pending pops and handed-off acks, and
@@ -322,7 +318,10 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		r.ws = append(r.ws, w)
 		r.params = append(r.params, p)
 	}
-	r.acks, a.acks = takeAcks(a.acks)
+	if len(a.acks) > 0 {
+		// As many as one ack commit carries (ackCoalescer).
+		r.acks, a.acks, _ = nextBatch(a.acks)
+	}
 	if len(r.ws) == 0 && len(r.acks) == 0 {
 		return
 	}

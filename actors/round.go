@@ -71,21 +71,6 @@ func claimOf(w *waiter) queengo.ClaimParams {
 	return p
 }
 
-// takeAcks splits the handed-off acks waiting for a round into the ones the
-// next round carries, at most ackBatchMax items (a larger request goes
-// alone), and the rest.
-func takeAcks(waiting []*ackRequest) (next, rest []*ackRequest) {
-	n, k := 0, 0
-	for k < len(waiting) && (k == 0 || n+len(waiting[k].items) <= ackBatchMax) {
-		n += len(waiting[k].items)
-		k++
-	}
-	if k == len(waiting) {
-		return waiting, nil
-	}
-	return waiting[:k:k], append([]*ackRequest(nil), waiting[k:]...)
-}
-
 // start runs the round on a goroutine of its own, bounded by the request
 // timeout (not a long poll's wait, which is parked in the actor between
 // rounds), answers the acks it carried, and sends it back to the actor when
