@@ -3,6 +3,7 @@ package pg
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,8 +13,9 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Ack applies the acknowledgements in one statement and returns one result
-// per item in input order.
+// Ack applies the acknowledgements and returns one result per item in input
+// order: in one statement and one commit, unless spans of them did not
+// apply as spans (ackCall), whose items then run in a second.
 func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	var out []queengo.AckResult
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -30,20 +32,25 @@ func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ack
 // ackLead is an ack that rides first in a claim round's first batch, in its
 // implicit transaction (Store.AckClaim).
 type ackLead struct {
-	items     []queengo.AckItem
+	call      *ackCall
 	sent      bool
 	committed bool                // its batch committed: res stands
 	res       []queengo.AckResult // read from the batch; nil unless committed
+	left      []int               // items of spans that did not apply: not in res yet
 	err       error               // why its batch failed, when it did
 }
 
-type queryer interface {
+type batcher interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // ackSQL applies acknowledgements; ackArgs are its arguments.
 const ackSQL = `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
 FROM queen.ack($1, $2, $3, $4, $5, $6, $7)`
+
+// ackSpansSQL applies spans (queen.ack_spans).
+const ackSpansSQL = `SELECT k, released, queue_name, partition_name FROM queen.ack_spans($1, $2, $3, $4, $5, $6, $7)`
 
 func ackArgs(items []queengo.AckItem) []any {
 	parts := make([]uuid.UUID, len(items))
@@ -61,12 +68,213 @@ func ackArgs(items []queengo.AckItem) []any {
 	return []any{pgUUIDs(parts), txids, statuses, groups, leases, errs, offsets}
 }
 
-func ack(ctx context.Context, q queryer, items []queengo.AckItem) ([]queengo.AckResult, error) {
-	rows, err := q.Query(ctx, ackSQL, ackArgs(items)...)
+// ackSpan is the items of one cursor that complete a contiguous run of
+// offsets of one lease: queen.ack_spans applies them as one cursor update
+// when the run starts right after the cursor's committed offset.
+type ackSpan struct {
+	part        uuid.UUID
+	group       string
+	lease       uuid.UUID
+	first, last int64
+	items       []int
+}
+
+// ackCall is one application of acknowledgements, split for the span path:
+// the spans, and the items outside every span (rest), which queen.ack
+// applies in the same implicit transaction. The items of a span that did
+// not apply (read says which) run through queen.ack after it: each cursor's
+// items are all on one side, so every cursor resolves as queen.ack alone
+// would resolve it.
+type ackCall struct {
+	items []queengo.AckItem
+	spans []ackSpan
+	rest  []int
+}
+
+// newAckCall splits items: the items of a (partition, group) form a span
+// when each completes (completed or success) a message whose offset the
+// broker knows, under one lease they all name, and their offsets are
+// distinct and contiguous.
+func newAckCall(items []queengo.AckItem) *ackCall {
+	a := &ackCall{items: items}
+	type cursor struct {
+		part  uuid.UUID
+		group string
+	}
+	var order []cursor
+	of := map[cursor][]int{}
+	for i, it := range items {
+		k := cursor{it.PartitionID, it.Group}
+		if of[k] == nil {
+			order = append(order, k)
+		}
+		of[k] = append(of[k], i)
+	}
+	for _, k := range order {
+		idx := of[k]
+		if sp, ok := spanOf(items, idx); ok {
+			a.spans = append(a.spans, sp)
+		} else {
+			a.rest = append(a.rest, idx...)
+		}
+	}
+	slices.Sort(a.rest)
+	return a
+}
+
+// spanOf makes the items idx of one cursor a span, if they are one.
+func spanOf(items []queengo.AckItem, idx []int) (ackSpan, bool) {
+	first := &items[idx[0]]
+	sp := ackSpan{part: first.PartitionID, group: first.Group, lease: first.LeaseID, first: first.Offset,
+		last: first.Offset, items: idx}
+	seen := make(map[int64]bool, len(idx))
+	for _, i := range idx {
+		it := &items[i]
+		if (it.Status != "completed" && it.Status != "success") || it.LeaseID == uuid.Nil || it.LeaseID != sp.lease ||
+			it.Offset <= 0 || seen[it.Offset] {
+			return ackSpan{}, false
+		}
+		seen[it.Offset] = true
+		sp.first, sp.last = min(sp.first, it.Offset), max(sp.last, it.Offset)
+	}
+	return sp, sp.last-sp.first+1 == int64(len(idx))
+}
+
+// queue adds the call's statements to b: the spans', which lock the rest's
+// cursors too, then queen.ack's for the rest.
+func (a *ackCall) queue(b *pgx.Batch) {
+	if len(a.spans) > 0 {
+		n := len(a.spans)
+		parts, groups, leases := make([]uuid.UUID, n), make([]string, n), make([]uuid.UUID, n)
+		firsts, lasts := make([]int64, n), make([]int64, n)
+		for k, sp := range a.spans {
+			parts[k], groups[k], leases[k], firsts[k], lasts[k] = sp.part, sp.group, sp.lease, sp.first, sp.last
+		}
+		moreParts, moreGroups := make([]uuid.UUID, len(a.rest)), make([]string, len(a.rest))
+		for k, i := range a.rest {
+			moreParts[k], moreGroups[k] = a.items[i].PartitionID, a.items[i].Group
+		}
+		b.Queue(ackSpansSQL, pgUUIDs(parts), groups, pgUUIDs(leases), firsts, lasts, pgUUIDs(moreParts), moreGroups)
+	}
+	if len(a.rest) > 0 {
+		b.Queue(ackSQL, ackArgs(a.subset(a.rest))...)
+	}
+}
+
+// read reads the answers of the statements queue added into out, one
+// result per item, and returns the items of the spans that did not apply,
+// in item order: their results are still to come.
+func (a *ackCall) read(br pgx.BatchResults, out []queengo.AckResult) (left []int, err error) {
+	if len(a.spans) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		applied := make([]bool, len(a.spans))
+		for rows.Next() {
+			var (
+				k            int32
+				released     bool
+				qname, pname pgtype.Text
+			)
+			if err := rows.Scan(&k, &released, &qname, &pname); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if k < 1 || int(k) > len(a.spans) {
+				rows.Close()
+				return nil, fmt.Errorf("queen.ack_spans answered span %d of %d", k, len(a.spans))
+			}
+			sp := &a.spans[k-1]
+			applied[k-1] = true
+			for _, i := range sp.items {
+				out[i] = queengo.AckResult{Success: true, LeaseReleased: released && a.items[i].Offset == sp.last,
+					Queue: qname.String, Partition: pname.String}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for k, ok := range applied {
+			if !ok {
+				left = append(left, a.spans[k].items...)
+			}
+		}
+		slices.Sort(left)
+	}
+	if len(a.rest) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		res, err := scanAcks(rows, len(a.rest))
+		if err != nil {
+			return nil, err
+		}
+		a.place(a.rest, res, out)
+	}
+	return left, nil
+}
+
+// subset returns the items idx.
+func (a *ackCall) subset(idx []int) []queengo.AckItem {
+	out := make([]queengo.AckItem, len(idx))
+	for k, i := range idx {
+		out[k] = a.items[i]
+	}
+	return out
+}
+
+// place puts the results res of the items idx into out.
+func (a *ackCall) place(idx []int, res []queengo.AckResult, out []queengo.AckResult) {
+	for k, i := range idx {
+		out[i] = res[k]
+	}
+}
+
+// ack applies the acknowledgements items on q: the call's statements in one
+// batch (one implicit transaction, or q's), then the items of the spans
+// that did not apply.
+func ack(ctx context.Context, q batcher, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	a := newAckCall(items)
+	if len(a.spans) == 0 {
+		rows, err := q.Query(ctx, ackSQL, ackArgs(items)...)
+		if err != nil {
+			return nil, err
+		}
+		return scanAcks(rows, len(items))
+	}
+	out := make([]queengo.AckResult, len(items))
+	b := &pgx.Batch{}
+	a.queue(b)
+	br := q.SendBatch(ctx, b)
+	left, err := a.read(br, out)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, err
 	}
-	return scanAcks(rows, len(items))
+	return out, a.finish(ctx, q, left, out)
+}
+
+// finish applies the items left by read with queen.ack and places their
+// results.
+func (a *ackCall) finish(ctx context.Context, q batcher, left []int, out []queengo.AckResult) error {
+	if len(left) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, ackSQL, ackArgs(a.subset(left))...)
+	if err != nil {
+		return err
+	}
+	res, err := scanAcks(rows, len(left))
+	if err != nil {
+		return err
+	}
+	a.place(left, res, out)
+	return nil
 }
 
 // scanAcks reads the n results of ackSQL and closes rows.

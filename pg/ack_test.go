@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -124,20 +125,104 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 	}
 }
 
+// TestLockOrder_AnAckWithSpansLocksAllCursorsInOneOrder: an ack split into
+// spans and the rest (ackCall) runs two statements, and the first,
+// queen.ack_spans, locks the cursors of both in one (partition, group)
+// pass. Here the span is on the higher cursor and the rest's item on the
+// lower one, which another session holds: the ack waits for the lower one
+// without holding the higher one (an ack of both holding the lower one
+// would deadlock with it).
+func TestLockOrder_AnAckWithSpansLocksAllCursorsInOneOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	_, parts := lockQueue(t, s, "a", "b")
+	lo, hi := parts[0], parts[1]
+	nameLo, nameHi := "a", "b"
+	if bytes.Compare(lo[:], hi[:]) > 0 {
+		lo, hi, nameLo, nameHi = hi, lo, "b", "a"
+	}
+	lease := uuid.Must(uuid.NewV7())
+	setup := session(t, "10s")
+	for _, part := range []uuid.UUID{lo, hi} {
+		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
+VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, part.String(), lease.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := session(t, "10s")
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, lo.String()); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		res, err := s.Ack(ctx, []queengo.AckItem{
+			{PartitionID: hi, TransactionID: "m-" + nameHi, Status: "completed", Group: "merged", LeaseID: lease, Offset: 1},
+			{PartitionID: lo, TransactionID: "m-" + nameLo, Status: "completed", Group: "merged"},
+		})
+		if err == nil && (!res[0].Success || !res[1].Success) {
+			err = fmt.Errorf("not acked: %+v", res)
+		}
+		done <- err
+	}()
+	waitHigherCursorFree(t, holder, hi, "merged", "Ack")
+	_ = tx.Rollback(ctx)
+	if err := <-done; err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+}
+
 // TestAck_SetPathMatchesItemLoop: queen.ack applies a batch that only
 // completes messages of live leases in one set-based statement, and any
-// other batch in its per-item loop. The two must agree. Two partitions hold
-// the same messages under the same kind of lease; a random batch (a random
-// subset of the offsets in random order, with or without the lease id,
-// 'completed' or 'success') goes to x alone, which takes the set path, and
-// to y with one of its items repeated, which sends it through the loop (a
-// repeat is either a no-op success or lease_invalid there, and changes no
-// cursor). Every item's result and both cursors must match, after the batch
-// and after a second batch of the offsets left. Items name their message by
-// transaction id alone or also by the offset the claim delivered it at, at
-// random, so both ways of finding the message take both paths.
+// other batch in its per-item loop. The two must agree (ackPathsAgree).
+// Items name their message by transaction id alone or also by the offset
+// the claim delivered it at, and name their lease or not, at random, so both
+// ways of finding the message take both paths.
 func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 	t.Parallel()
+	ackPathsAgree(t, func(rng *rand.Rand, it *queengo.AckItem, lease uuid.UUID, off int64) {
+		if rng.IntN(2) == 0 {
+			it.LeaseID = lease
+		}
+		if rng.IntN(2) == 0 {
+			it.Offset = off
+		}
+	}, false)
+}
+
+// TestAck_SpanPathMatchesItemLoop: the items of a cursor that complete a
+// contiguous run of its lease are one cursor update (queen.ack_spans) when
+// the run starts right after the committed offset, and go through queen.ack
+// otherwise; either way they must resolve as the item loop resolves them
+// (ackPathsAgree). Every item names its lease and offset, as the broker
+// sends them; half the batches are the lowest offsets left, so that runs
+// right after the committed offset are common, and one in four names a
+// lease that is not the cursor's.
+func TestAck_SpanPathMatchesItemLoop(t *testing.T) {
+	t.Parallel()
+	ackPathsAgree(t, func(rng *rand.Rand, it *queengo.AckItem, lease uuid.UUID, off int64) {
+		it.LeaseID, it.Offset = lease, off
+	}, true)
+}
+
+// ackPathsAgree checks that a batch of acks resolves the same whichever path
+// of queen.ack applies it. Two partitions hold the same messages under the
+// same kind of lease; a random batch (a random subset of the offsets in
+// random order, 'completed' or 'success', each item shaped by mark) goes to
+// x alone, and to y with one of its items repeated, which sends it through
+// the loop (a repeat is either a no-op success or lease_invalid there, and
+// changes no cursor). Every item's result and both cursors must match,
+// after the batch and after a second batch of the offsets left. With runs,
+// half the batches are the lowest offsets left (in random order) and one in
+// four names a lease that is not the cursor's.
+func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, lease uuid.UUID, off int64), runs bool) {
+	t.Helper()
 	ctx := context.Background()
 	s := openStore(t)
 	const n = 8
@@ -191,19 +276,23 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 			if round == 0 {
 				k = 1 + rng.IntN(len(left))
 			}
+			if runs && rng.IntN(2) == 0 {
+				slices.Sort(left)
+				rng.Shuffle(k, func(i, j int) { left[i], left[j] = left[j], left[i] })
+			}
 			batch := left[:k]
 			left = left[k:]
+			stale := runs && rng.IntN(4) == 0
 			items := func(name string) []queengo.AckItem {
+				lease := leases[name]
+				if stale {
+					lease = uuid.Must(uuid.NewV7())
+				}
 				var out []queengo.AckItem
 				for _, off := range batch {
 					it := queengo.AckItem{PartitionID: pids[name], TransactionID: fmt.Sprintf("%s-%d", name, off),
 						Status: []string{"completed", "success"}[rng.IntN(2)], Group: group}
-					if rng.IntN(2) == 0 {
-						it.LeaseID = leases[name]
-					}
-					if rng.IntN(2) == 0 {
-						it.Offset = int64(off + 1)
-					}
+					mark(rng, &it, lease, int64(off+1))
 					out = append(out, it)
 				}
 				return out
@@ -223,11 +312,11 @@ func TestAck_SetPathMatchesItemLoop(t *testing.T) {
 				a, b := xr[i], yr[i]
 				a.Partition, b.Partition = "", ""
 				if a != b {
-					t.Fatalf("trial %d round %d, offsets %v, item %d: set path %+v, loop %+v", trial, round, batch, i, xr[i], yr[i])
+					t.Fatalf("trial %d round %d, offsets %v, item %d: x %+v, the loop %+v", trial, round, batch, i, xr[i], yr[i])
 				}
 			}
 			if cx, cy := cursor(pids["x"], group), cursor(pids["y"], group); cx != cy {
-				t.Fatalf("trial %d round %d, offsets %v: set path left %s, loop %s", trial, round, batch, cx, cy)
+				t.Fatalf("trial %d round %d, offsets %v: x left %s, the loop %s", trial, round, batch, cx, cy)
 			}
 		}
 	}
@@ -334,6 +423,69 @@ func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
 		res, err := s.Ack(ctx, []queengo.AckItem{c.item})
 		if err != nil || len(res) != 1 || res[0] != c.want {
 			t.Fatalf("%s: %+v %v, want %+v", c.name, res, err, c.want)
+		}
+	}
+}
+
+// TestAckSpans_ApplyOnlyARunRightAfterCommitted: queen.ack_spans applies a
+// span (one cursor update) only when its run of offsets starts right after
+// the cursor's committed offset, within the live lease it names; the lease
+// ends with the run that reaches its end. It reports the spans it applied
+// and leaves the cursor of any other alone.
+func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a")
+	frames := []queengo.Frame{frame("m-2"), frame("m-3"), frame("m-4")}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: parts[0], Frames: frames}}); err != nil {
+		t.Fatal(err)
+	}
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+		Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 4 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	db := session(t, "10s")
+	spans := func(lease uuid.UUID, first, last int64) string {
+		t.Helper()
+		var out string
+		if err := db.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s released=%s %s/%s', k, released, queue_name = $6,
+       partition_name), ','), 'none')
+  FROM queen.ack_spans($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::bigint[], '{}', '{}')`,
+			[]string{parts[0].String()}, []string{queengo.QueueModeGroup}, []string{lease.String()},
+			[]int64{first}, []int64{last}, q.Name).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cursor := func() string {
+		var out string
+		if err := db.QueryRow(ctx, `SELECT format('committed=%s lease_end=%s consumed=%s', committed, lease_end, total_consumed)
+  FROM queen.cursors WHERE partition_id = $1`, parts[0].String()).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name        string
+		lease       uuid.UUID
+		first, last int64
+		want, after string
+	}{
+		{"a gap before the run", lease, 2, 3, "none", "committed=0 lease_end=4 consumed=0"},
+		{"another lease", uuid.Must(uuid.NewV7()), 1, 2, "none", "committed=0 lease_end=4 consumed=0"},
+		{"past the lease's end", lease, 1, 5, "none", "committed=0 lease_end=4 consumed=0"},
+		{"right after committed", lease, 1, 2, "1 released=f t/a", "committed=2 lease_end=4 consumed=2"},
+		{"to the lease's end", lease, 3, 4, "1 released=t t/a", "committed=4 lease_end= consumed=4"},
+		{"the lease ended", lease, 5, 5, "none", "committed=4 lease_end= consumed=4"},
+	} {
+		if got := spans(c.lease, c.first, c.last); got != c.want {
+			t.Fatalf("%s: ack_spans answered %s, want %s", c.name, got, c.want)
+		}
+		if got := cursor(); got != c.after {
+			t.Fatalf("%s: cursor %s, want %s", c.name, got, c.after)
 		}
 	}
 }

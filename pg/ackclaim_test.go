@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/queengo/queengo"
 )
 
@@ -59,5 +61,42 @@ func TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed(t *testing.T) 
 	}
 	if res[0].Err != nil || len(res[0].Messages) != 1 {
 		t.Fatalf("the claim got %+v, want p0-0", res[0])
+	}
+}
+
+// TestAckClaim_ASpanThatDoesNotApplyRunsAfterTheRound: acks that name the
+// leases and offsets they were delivered under apply as spans in the
+// round's transaction, so a claim takes the partition one of them frees;
+// a span that does not apply (here: another lease) goes through the item
+// rules after the round, and its items get their results all the same.
+func TestAckClaim_ASpanThatDoesNotApplyRunsAfterTheRound(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, parts := claimQueue(t, s, 2, 2)
+	p := pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	first := claimOK(t, s, p)
+	got := map[uuid.UUID]queengo.AckItem{}
+	for i, r := range first {
+		if len(r.Messages) != 1 {
+			t.Fatalf("first claim %d: %+v", i, r)
+		}
+		m := r.Messages[0]
+		got[m.PartitionID] = queengo.AckItem{PartitionID: m.PartitionID, TransactionID: m.TransactionID,
+			Status: "completed", Group: "g", LeaseID: p[i].LeaseID, Offset: m.Offset}
+	}
+	stale := got[parts[1]]
+	stale.LeaseID = uuid.Must(uuid.NewV7())
+	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{stale, got[parts[0]]}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queengo.AckResult{{Failure: queengo.AckLeaseInvalid, Queue: q.Name, Partition: "p1"},
+		{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "p0"}}
+	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
+		t.Fatalf("acks %+v, want %+v", acks, want)
+	}
+	if res[0].Err != nil || len(res[0].Messages) != 1 || res[0].Messages[0].TransactionID != "p0-1" {
+		t.Fatalf("the claim after the acks got %+v, want p0-1", res[0])
 	}
 }

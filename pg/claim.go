@@ -63,20 +63,29 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 // partition whose lease they end is claimed without a commit and a round
 // trip in between (the hand-off, actors' Broker.Ack). When that batch does
 // not commit, the acks run alone and the claims after them, as Ack and
-// Claim would. The error is the acks' (the claims' failures are in their
+// Claim would. Spans of the acks that did not apply as spans (ackCall)
+// run through queen.ack after the round. The error is the acks' (the claims' failures are in their
 // results' Err): nothing of them was applied, or, for a lost connection or
 // an ended deadline, maybe they were.
 func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	out, run := prepareClaims(claims)
-	lead := &ackLead{items: items}
+	lead := &ackLead{call: newAckCall(items)}
 	var claimErr error
 	if len(run) > 0 {
 		claimErr = s.claim(ctx, claims, run, out, lead)
 	}
 	acks, err := lead.res, error(nil)
 	switch {
+	case lead.committed && len(lead.left) > 0:
+		// Spans that did not apply as spans run through queen.ack alone.
+		var res []queengo.AckResult
+		if res, err = s.Ack(ctx, lead.call.subset(lead.left)); err != nil {
+			acks = nil
+		} else {
+			lead.call.place(lead.left, res, acks)
+		}
 	case lead.committed:
 	case lead.sent && !rolledBack(ctx, lead.err):
 		// The connection or the deadline went with the batch: the acks
@@ -411,7 +420,7 @@ func (r *scopeRound) leadRides() bool { return r.lead != nil && len(r.pre) == 0 
 func (r *scopeRound) batch() *pgx.Batch {
 	b := &pgx.Batch{}
 	if r.leadRides() {
-		b.Queue(ackSQL, ackArgs(r.lead.items)...)
+		r.lead.call.queue(b)
 		r.lead.sent = true
 		r.lead, r.riding = nil, r.lead
 	}
@@ -424,14 +433,13 @@ func (r *scopeRound) batch() *pgx.Batch {
 // sendPre reads the answers of the lead riding in br and the statements of
 // pre that start br, and empties pre.
 func (r *scopeRound) sendPre(br pgx.BatchResults) error {
-	if r.riding != nil {
-		rows, err := br.Query()
+	if l := r.riding; l != nil {
+		res := make([]queengo.AckResult, len(l.call.items))
+		left, err := l.call.read(br, res)
 		if err != nil {
 			return err
 		}
-		if r.riding.res, err = scanAcks(rows, len(r.riding.items)); err != nil {
-			return err
-		}
+		l.res, l.left = res, left
 	}
 	for range r.pre {
 		if _, err := br.Exec(); err != nil {
@@ -452,7 +460,7 @@ func (r *scopeRound) close(br pgx.BatchResults, err error) error {
 		r.riding = nil
 		l.committed, l.err = err == nil, err
 		if err != nil {
-			l.res = nil
+			l.res, l.left = nil, nil
 		}
 	}
 	return err

@@ -23,7 +23,8 @@ import (
 // pre-fill writes them) in rounds, as a queue actor does: one Claim for a
 // round of pops, then the acks of what they got, one Ack per pop (an HTTP
 // ack per pop, each its own statement and commit) or one Ack for the round
-// (coalesced). Set QUEENGO_COST=all to run it (or to the number of one
+// (coalesced), each item with its lease and offset as the broker sends
+// them. Set QUEENGO_COST=all to run it (or to the number of one
 // scenario, from 1); it prints one line per scenario:
 //
 //	QUEENGO_COST=all go test -count=1 -run TestCost -v ./pg/
@@ -120,7 +121,7 @@ func runCost(t *testing.T, sc costScenario) {
 			var items []queengo.AckItem
 			for _, m := range r.Messages {
 				items = append(items, queengo.AckItem{PartitionID: m.PartitionID, TransactionID: m.TransactionID,
-					Status: "completed", Group: queengo.QueueModeGroup, LeaseID: claims[i].LeaseID})
+					Status: "completed", Group: queengo.QueueModeGroup, LeaseID: claims[i].LeaseID, Offset: m.Offset})
 			}
 			got += int64(len(items))
 			if warm {

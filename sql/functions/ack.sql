@@ -327,3 +327,66 @@ BEGIN
      WHERE c.partition_id = u.part AND c.consumer_group = u.grp;
 END;
 $$;
+
+-- ack_spans applies spans: span k completes offsets p_firsts[k] to
+-- p_lasts[k] of partition p_parts[k] for group p_groups[k], under lease
+-- p_leases[k] (the caller made sure each is one cursor's acks, of distinct,
+-- contiguous offsets, all completed: pg/ack.go). A span applies when it
+-- starts right after the cursor's committed offset, within its live lease,
+-- on a cursor with nothing acked out of order and nothing dead-lettered in
+-- the lease's span: committed moves to the span's last offset, and the lease
+-- ends when that is its end. This is what queen.ack's set path does with
+-- such items, at the cost of a cursor rather than of an item: an ack of
+-- four batch-100 pops cost 0.4 ms of PostgreSQL CPU with its commit instead
+-- of 1.7-2.7 ms, one of ten batch-1 pops 0.46-0.53 ms instead of 0.59-0.61
+-- (TestCost, docs/benchmarks.md "2026-12-04, evening"). It returns the
+-- spans that applied; the caller sends the others' items to queen.ack.
+--
+-- It first locks, in (partition, group) order, the cursors of the spans and
+-- those of (p_more_parts[i], p_more_groups[i]): the cursors of the items the
+-- caller sends to queen.ack in the same transaction. So the transaction
+-- takes all its cursor locks in one pass, in the order a lone queen.ack
+-- takes them, and the conditions are checked on the locked rows.
+CREATE OR REPLACE FUNCTION queen.ack_spans(p_parts uuid[], p_groups text[], p_leases uuid[], p_firsts bigint[],
+                                           p_lasts bigint[], p_more_parts uuid[], p_more_groups text[])
+RETURNS TABLE (k integer, released boolean, queue_name text, partition_name text)
+LANGUAGE plpgsql
+SET enable_seqscan = off -- see append_segments in append.sql
+SET plan_cache_mode = force_generic_plan -- see claim_read in claim.sql
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH locked AS MATERIALIZED (
+        SELECT c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked
+          FROM (SELECT u.part, u.grp FROM unnest(p_parts, p_groups) AS u(part, grp)
+                UNION
+                SELECT m.part, m.grp FROM unnest(p_more_parts, p_more_groups) AS m(part, grp)) x
+          JOIN queen.cursors c ON c.partition_id = x.part AND c.consumer_group = x.grp
+         ORDER BY c.partition_id, c.consumer_group
+           FOR UPDATE OF c
+    ), fit AS (
+        SELECT s.k::integer AS k, l.partition_id, l.consumer_group, l.lease_end, s.last
+          FROM unnest(p_parts, p_groups, p_leases, p_firsts, p_lasts) WITH ORDINALITY AS s(part, grp, lease, first, last, k)
+          JOIN locked l ON l.partition_id = s.part AND l.consumer_group = s.grp
+         WHERE l.lease_id = s.lease AND l.committed = s.first - 1 AND s.last <= l.lease_end
+           AND l.lease_expires_at > now() AND cardinality(l.acked) = 0
+           AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d
+                            WHERE d.partition_id = l.partition_id AND d.consumer_group = l.consumer_group
+                              AND d."offset" > l.committed AND d."offset" <= l.lease_end)
+    )
+    UPDATE queen.cursors c
+       SET committed = f.last,
+           lease_id = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_id END,
+           lease_end = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_end END,
+           lease_expires_at = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_expires_at END,
+           not_before = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.not_before END,
+           total_consumed = c.total_consumed + (f.last - c.committed),
+           last_consumed_at = now()
+      FROM fit f
+      JOIN queen.partitions p ON p.id = f.partition_id
+      JOIN queen.queues q ON q.id = p.queue_id
+     WHERE c.partition_id = f.partition_id AND c.consumer_group = f.consumer_group
+    RETURNING f.k, f.last >= f.lease_end, q.name, p.name;
+END;
+$$;
