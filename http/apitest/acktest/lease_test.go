@@ -228,7 +228,7 @@ func TestL2_ExtendRidesWithAckInFlight(t *testing.T) {
 		}
 		acked <- err
 	}()
-	waitBackend(t, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%queen.ack(%'`, holder)
+	waitBackend(t, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%queen.ack%(%'`, holder)
 
 	extended := make(chan *apitest.Response, 1)
 	extendErr := make(chan error, 1)
