@@ -318,9 +318,10 @@ func ackFailure(code pgtype.Text) (queengo.AckFailure, error) {
 }
 
 // AckExtend applies the lease extensions and then the acknowledgements in
-// one transaction (one round trip: the two statements are pipelined, and
-// a pipeline without transaction commands runs as one implicit transaction
-// in PostgreSQL). It returns one result per item and per extension, in
+// one transaction (one round trip: the statements are pipelined, and a
+// pipeline without transaction commands runs as one implicit transaction
+// in PostgreSQL); the items of spans that did not apply as spans run after
+// it (ackCall). It returns one result per item and per extension, in
 // input order. The extensions lock every cursor either statement writes in
 // (partition, group) order, so the transaction takes its locks in the order
 // a lone ack or extension does (see queen.extend_leases).
@@ -355,9 +356,8 @@ func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends 
 		b := &pgx.Batch{}
 		b.Queue(`SELECT idx, expires_at, failure FROM queen.extend_leases($1, $2, $3, $4, $5, $6, $7)`,
 			pgUUIDs(leases), seconds, pgUUIDs(parts), groups, hintK, pgUUIDs(hintParts), hintGroups)
-		if len(items) > 0 {
-			b.Queue(ackSQL, ackArgs(items)...)
-		}
+		call := newAckCall(items)
+		call.queue(b)
 		br := c.SendBatch(ctx, b)
 		defer br.Close()
 		rows, err := br.Query()
@@ -368,14 +368,16 @@ func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends 
 			return err
 		}
 		if len(items) > 0 {
-			if rows, err = br.Query(); err != nil {
-				return err
-			}
-			if acks, err = scanAcks(rows, len(items)); err != nil {
-				return err
-			}
+			acks = make([]queengo.AckResult, len(items))
 		}
-		return br.Close()
+		left, err := call.read(br, acks)
+		if err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		return call.finish(ctx, c, left, acks)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("error acking and extending leases: %w", err)

@@ -32,14 +32,17 @@ func leasedPair(t *testing.T) (*pg.Store, queengo.Queue, []uuid.UUID, uuid.UUID)
 // TestAckExtend_OneCommitExtendsThenAcks: AckExtend answers every extension
 // and every ack item with its own result and typed failure code, and applies
 // the extensions before the acks: an extension of a lease that an ack of the
-// same call releases succeeds, and the ack still releases it.
+// same call releases succeeds, and the ack still releases it. The first
+// item names its offset, as the broker sends it, so it is a span
+// (queen.ack_spans) and the others go to queen.ack.
 func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, q, parts, lease := leasedPair(t)
 	acks, ext, err := s.AckExtend(ctx,
 		[]queengo.AckItem{
-			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease},
+			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease,
+				Offset: 1},
 			{PartitionID: parts[1], TransactionID: "nope", Status: "completed", Group: queengo.QueueModeGroup},
 			{PartitionID: parts[1], TransactionID: "m-b", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: uuid.New()},
 		},
