@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
@@ -73,6 +74,49 @@ func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 	}
 }
 
+// heldPair is a store with partitions a and b, one message each, a cursor
+// of group 'merged' on each leased over it, and a session (holder) that
+// holds the cursor of the lower partition id locked in an open transaction
+// until release.
+type heldPair struct {
+	s              *pg.Store
+	lo, hi         uuid.UUID
+	nameLo, nameHi string
+	holder         *pgx.Conn
+	release        func()
+}
+
+// holdLowerCursor makes a heldPair whose lower cursor carries loLease and
+// higher one hiLease.
+func holdLowerCursor(t *testing.T, loLease, hiLease uuid.UUID) heldPair {
+	t.Helper()
+	ctx := context.Background()
+	m := heldPair{s: openStore(t), nameLo: "a", nameHi: "b"}
+	_, parts := lockQueue(t, m.s, "a", "b")
+	m.lo, m.hi = parts[0], parts[1]
+	if bytes.Compare(m.lo[:], m.hi[:]) > 0 {
+		m.lo, m.hi, m.nameLo, m.nameHi = m.hi, m.lo, "b", "a"
+	}
+	setup := session(t, "10s")
+	for _, c := range []struct{ part, lease uuid.UUID }{{m.lo, loLease}, {m.hi, hiLease}} {
+		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
+VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String(), c.lease.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.holder = session(t, "10s")
+	tx, err := m.holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.release = func() { _ = tx.Rollback(context.Background()) }
+	t.Cleanup(m.release)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, m.lo.String()); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestLockOrder_AckExtendLocksAllCursorsInOneOrder: a commit carrying an
 // extend and an ack locks the cursors of both in one (partition, group)
 // pass. Here the extend's lease is on the higher cursor and the ack on the
@@ -83,46 +127,20 @@ func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 func TestLockOrder_AckExtendLocksAllCursorsInOneOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	_, parts := lockQueue(t, s, "a", "b")
-	lo, hi := parts[0], parts[1]
-	nameLo := "a"
-	if bytes.Compare(lo[:], hi[:]) > 0 {
-		lo, hi, nameLo = hi, lo, "b"
-	}
 	lease := uuid.Must(uuid.NewV7())
-	setup := session(t, "10s")
-	for _, c := range []struct {
-		part  uuid.UUID
-		lease any
-	}{{lo, uuid.Must(uuid.NewV7()).String()}, {hi, lease.String()}} {
-		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
-VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String(), c.lease); err != nil {
-			t.Fatal(err)
-		}
-	}
-	holder := session(t, "10s")
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, lo.String()); err != nil {
-		t.Fatal(err)
-	}
-
+	m := holdLowerCursor(t, uuid.Must(uuid.NewV7()), lease)
 	done := make(chan error, 1)
 	go func() {
-		_, ext, err := s.AckExtend(ctx,
-			[]queengo.AckItem{{PartitionID: lo, TransactionID: "m-" + nameLo, Status: "completed", Group: "merged"}},
+		_, ext, err := m.s.AckExtend(ctx,
+			[]queengo.AckItem{{PartitionID: m.lo, TransactionID: "m-" + m.nameLo, Status: "completed", Group: "merged"}},
 			[]queengo.LeaseExtend{{Lease: lease, Seconds: 120}})
 		if err == nil && ext[0].ExpiresAt == "" {
 			err = fmt.Errorf("lease not extended: %+v", ext[0])
 		}
 		done <- err
 	}()
-	waitHigherCursorFree(t, holder, hi, "merged", "AckExtend")
-	_ = tx.Rollback(ctx)
+	waitHigherCursorFree(t, m.holder, m.hi, "merged", "AckExtend")
+	m.release()
 	if err := <-done; err != nil {
 		t.Fatalf("AckExtend: %v", err)
 	}
@@ -138,44 +156,21 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 func TestLockOrder_AnAckWithSpansLocksAllCursorsInOneOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	_, parts := lockQueue(t, s, "a", "b")
-	lo, hi := parts[0], parts[1]
-	nameLo, nameHi := "a", "b"
-	if bytes.Compare(lo[:], hi[:]) > 0 {
-		lo, hi, nameLo, nameHi = hi, lo, "b", "a"
-	}
 	lease := uuid.Must(uuid.NewV7())
-	setup := session(t, "10s")
-	for _, part := range []uuid.UUID{lo, hi} {
-		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
-VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, part.String(), lease.String()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	holder := session(t, "10s")
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'merged' FOR UPDATE`, lo.String()); err != nil {
-		t.Fatal(err)
-	}
-
+	m := holdLowerCursor(t, lease, lease)
 	done := make(chan error, 1)
 	go func() {
-		res, err := s.Ack(ctx, []queengo.AckItem{
-			{PartitionID: hi, TransactionID: "m-" + nameHi, Status: "completed", Group: "merged", LeaseID: lease, Offset: 1},
-			{PartitionID: lo, TransactionID: "m-" + nameLo, Status: "completed", Group: "merged"},
+		res, err := m.s.Ack(ctx, []queengo.AckItem{
+			{PartitionID: m.hi, TransactionID: "m-" + m.nameHi, Status: "completed", Group: "merged", LeaseID: lease, Offset: 1},
+			{PartitionID: m.lo, TransactionID: "m-" + m.nameLo, Status: "completed", Group: "merged"},
 		})
 		if err == nil && (!res[0].Success || !res[1].Success) {
 			err = fmt.Errorf("not acked: %+v", res)
 		}
 		done <- err
 	}()
-	waitHigherCursorFree(t, holder, hi, "merged", "Ack")
-	_ = tx.Rollback(ctx)
+	waitHigherCursorFree(t, m.holder, m.hi, "merged", "Ack")
+	m.release()
 	if err := <-done; err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
