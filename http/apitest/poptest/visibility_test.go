@@ -226,13 +226,18 @@ func TestPop_MinPopWaitTimeNeverOutlivesTimeout(t *testing.T) {
 
 // TestPop_MinPopWaitTimeNeverDelaysEmptyQueue: a pop that finds the queue
 // empty is a long poll, not a hold: a push wakes it and it answers at once.
+// The push waits until the pop is parked (so it found the queue empty: a
+// push before its first look would make it a hold, rightly), on a broker of
+// its own that samples parked pops every 100 ms.
 func TestPop_MinPopWaitTimeNeverDelaysEmptyQueue(t *testing.T) {
 	t.Parallel()
-	s := shared(t)
+	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100")
 	q := minPopQueue(t, s, 10000)
-	var txs []string
-	o, pushed := parkThenPush(t, s, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "20000"),
-		func() { txs = s.PushN(t, q, "Default", 1).TxIDs() })
+	ch := async(context.Background(), s, apitest.PopQueue(q, "wait", "true", "batch", "10", "timeout", "20000"))
+	s.WaitParked(t, q, 1)
+	txs := s.PushN(t, q, "Default", 1).TxIDs()
+	pushed := time.Now()
+	o := await(t, ch, 15*time.Second)
 	if o.r.Status != 200 {
 		t.Fatalf("%d %q", o.r.Status, o.r.Body)
 	}

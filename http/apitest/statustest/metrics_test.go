@@ -1,10 +1,7 @@
 package statustest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,25 +76,6 @@ UNION ALL SELECT now() - interval '6 days', $1, NULL::uuid, '{}'::jsonb`, inst);
 	}
 }
 
-// promValue returns the value of the sample line of name with exactly
-// labels ("" for none), and whether there is one.
-func promValue(body []byte, name, labels string) (float64, bool) {
-	want := name
-	if labels != "" {
-		want += "{" + labels + "}"
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, want+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
-}
-
 // /metrics/prometheus keeps the queengo_* families and adds Queen's, with
 // per-queue labels from the collector's samples: after pushes, the queue's
 // push rate is above 0; after a dead letter, its DLQ depth is 1; a parked
@@ -124,29 +102,29 @@ func TestPrometheus_QueenFamiliesPerQueue(t *testing.T) {
 		for _, name := range []string{"queengo_push_requests_total", "queen_uptime_seconds", "queen_cpu_user_microseconds_total",
 			"queen_process_resident_memory_bytes", "queen_db_pool_size", "queen_db_pool_idle", "queen_db_pool_active",
 			"queen_maintenance_mode_enabled", "queen_pop_maintenance_mode_enabled", "queen_dlq_depth"} {
-			if _, ok := promValue(r.Body, name, ""); !ok {
+			if _, ok := apitest.PromValue(r.Body, name, ""); !ok {
 				return errorf("no %s", name)
 			}
 		}
-		if v, _ := promValue(r.Body, "queen_queue_push_messages_per_minute", label); v <= 0 {
+		if v, _ := apitest.PromValue(r.Body, "queen_queue_push_messages_per_minute", label); v <= 0 {
 			return errorf("push rate %v", v)
 		}
-		if v, _ := promValue(r.Body, "queen_queue_ack_per_minute", label); v <= 0 {
+		if v, _ := apitest.PromValue(r.Body, "queen_queue_ack_per_minute", label); v <= 0 {
 			return errorf("ack rate %v", v)
 		}
-		if v, ok := promValue(r.Body, "queen_queue_pop_messages_per_minute", label); !ok || v <= 0 {
+		if v, ok := apitest.PromValue(r.Body, "queen_queue_pop_messages_per_minute", label); !ok || v <= 0 {
 			return errorf("pop rate %v", v)
 		}
-		if v, ok := promValue(r.Body, "queen_queue_pop_lag_milliseconds", label+`,stat="max"`); !ok || v <= 0 {
+		if v, ok := apitest.PromValue(r.Body, "queen_queue_pop_lag_milliseconds", label+`,stat="max"`); !ok || v <= 0 {
 			return errorf("lag %v %v", v, ok)
 		}
-		if v, _ := promValue(r.Body, "queen_dlq_depth_by_queue", label); v != 1 {
+		if v, _ := apitest.PromValue(r.Body, "queen_dlq_depth_by_queue", label); v != 1 {
 			return errorf("dlq depth %v", v)
 		}
-		if v, _ := promValue(r.Body, "queen_queue_parked_consumers", `queue="`+parked+`"`); v != 1 {
+		if v, _ := apitest.PromValue(r.Body, "queen_queue_parked_consumers", `queue="`+parked+`"`); v != 1 {
 			return errorf("parked %v", v)
 		}
-		if _, ok := promValue(r.Body, "queen_queue_metrics_age_seconds", label); !ok {
+		if _, ok := apitest.PromValue(r.Body, "queen_queue_metrics_age_seconds", label); !ok {
 			return errorf("no metrics age")
 		}
 		return nil
