@@ -127,17 +127,29 @@ func spanOf(items []queengo.AckItem, idx []int) (ackSpan, bool) {
 	first := &items[idx[0]]
 	sp := ackSpan{part: first.PartitionID, group: first.Group, lease: first.LeaseID, first: first.Offset,
 		last: first.Offset, items: idx}
-	seen := make(map[int64]bool, len(idx))
 	for _, i := range idx {
 		it := &items[i]
 		if (it.Status != "completed" && it.Status != "success") || it.LeaseID == uuid.Nil || it.LeaseID != sp.lease ||
-			it.Offset <= 0 || seen[it.Offset] {
+			it.Offset <= 0 {
 			return ackSpan{}, false
 		}
-		seen[it.Offset] = true
 		sp.first, sp.last = min(sp.first, it.Offset), max(sp.last, it.Offset)
 	}
-	return sp, sp.last-sp.first+1 == int64(len(idx))
+	if sp.last-sp.first+1 != int64(len(idx)) {
+		return ackSpan{}, false
+	}
+	if len(idx) > 1 {
+		// As many offsets as the run is long: a gap means an offset twice.
+		seen := make([]bool, len(idx))
+		for _, i := range idx {
+			k := items[i].Offset - sp.first
+			if seen[k] {
+				return ackSpan{}, false
+			}
+			seen[k] = true
+		}
+	}
+	return sp, true
 }
 
 // queue adds the call's statements to b: the spans', which lock the rest's
@@ -217,8 +229,12 @@ func (a *ackCall) read(br pgx.BatchResults, out []queengo.AckResult) (left []int
 	return left, nil
 }
 
-// subset returns the items idx.
+// subset returns the items idx (distinct, in order: all of them is the
+// call's items).
 func (a *ackCall) subset(idx []int) []queengo.AckItem {
+	if len(idx) == len(a.items) {
+		return a.items
+	}
 	out := make([]queengo.AckItem, len(idx))
 	for k, i := range idx {
 		out[k] = a.items[i]
@@ -238,14 +254,11 @@ func (a *ackCall) place(idx []int, res []queengo.AckResult, out []queengo.AckRes
 // that did not apply.
 func ack(ctx context.Context, q batcher, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	a := newAckCall(items)
-	if len(a.spans) == 0 {
-		rows, err := q.Query(ctx, ackSQL, ackArgs(items)...)
-		if err != nil {
-			return nil, err
-		}
-		return scanAcks(rows, len(items))
-	}
 	out := make([]queengo.AckResult, len(items))
+	if len(a.spans) == 0 {
+		// No spans: the one queen.ack statement, no batch.
+		return out, a.finish(ctx, q, a.rest, out)
+	}
 	b := &pgx.Batch{}
 	a.queue(b)
 	br := q.SendBatch(ctx, b)
@@ -259,21 +272,22 @@ func ack(ctx context.Context, q batcher, items []queengo.AckItem) ([]queengo.Ack
 	return out, a.finish(ctx, q, left, out)
 }
 
-// finish applies the items left by read with queen.ack and places their
-// results.
-func (a *ackCall) finish(ctx context.Context, q batcher, left []int, out []queengo.AckResult) error {
-	if len(left) == 0 {
+// finish applies the items idx (distinct, in order) with queen.ack and
+// places their results: the items read left, or the rest of a call without
+// spans.
+func (a *ackCall) finish(ctx context.Context, q batcher, idx []int, out []queengo.AckResult) error {
+	if len(idx) == 0 {
 		return nil
 	}
-	rows, err := q.Query(ctx, ackSQL, ackArgs(a.subset(left))...)
+	rows, err := q.Query(ctx, ackSQL, ackArgs(a.subset(idx))...)
 	if err != nil {
 		return err
 	}
-	res, err := scanAcks(rows, len(left))
+	res, err := scanAcks(rows, len(idx))
 	if err != nil {
 		return err
 	}
-	a.place(left, res, out)
+	a.place(idx, res, out)
 	return nil
 }
 

@@ -80,11 +80,10 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 	switch {
 	case lead.committed && len(lead.left) > 0:
 		// Spans that did not apply as spans run through queen.ack alone.
-		var res []queengo.AckResult
-		if res, err = s.Ack(ctx, lead.call.subset(lead.left)); err != nil {
-			acks = nil
-		} else {
-			lead.call.place(lead.left, res, acks)
+		if err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+			return lead.call.finish(ctx, c, lead.left, acks)
+		}); err != nil {
+			acks, err = nil, fmt.Errorf("error acking: %w", err)
 		}
 	case lead.committed:
 	case lead.sent && !rolledBack(ctx, lead.err):
