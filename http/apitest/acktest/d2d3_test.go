@@ -21,8 +21,10 @@ func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
 	for i, p := range ps {
 		off[i] = offsetOf(t, pid, p.Tx)
 	}
+	// The lease outlives the four acks below on a loaded machine (a 3 s
+	// lease once expired before the third ack's cursor read under -race).
 	popped := time.Now()
-	p := s.PopOK(t, apitest.PopQueue(q, "batch", "5", "leaseSeconds", "3"))
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "5", "leaseSeconds", "8"))
 	apitest.WantTxIDs(t, "pop", p, ps.TxIDs())
 	m := p.Messages
 	base := apitest.ReadCursor(t, pid, "").Committed
@@ -51,7 +53,7 @@ func TestD2_CommittedAdvancesOverContiguousPrefix(t *testing.T) {
 	}
 
 	// The lease expires with m4 open: delivery resumes at m4, never before.
-	time.Sleep(time.Until(popped.Add(3100 * time.Millisecond)))
+	time.Sleep(time.Until(popped.Add(8100 * time.Millisecond)))
 	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "10"), 3*time.Second, 100*time.Millisecond)
 	got := p2.TxIDs()
 	if got[0] != ps[3].Tx {
