@@ -297,11 +297,13 @@ func TestD5_DeadLetterBeyondPrefixStaysResolved(t *testing.T) {
 	s.Configure(t, q, map[string]any{"retryLimit": 0, "retryDelay": 0})
 	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "1"))
+	// The dead-letter ack must land inside the lease on a loaded machine.
+	popped := time.Now()
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "3"))
 	if r := s.AckOK(t, p.Messages[1], "dlq", ""); !r.DLQ {
 		t.Fatalf("dlq ack %+v", r)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(time.Until(popped.Add(3100 * time.Millisecond)))
 	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "30"), 3*time.Second, 100*time.Millisecond)
 	if p2.Messages[0].TransactionID != ps[0].Tx {
 		t.Fatalf("re-claim %+v", p2)

@@ -136,15 +136,17 @@ func TestD10_AckBeyondPrefixIsNotCompleted(t *testing.T) {
 	q := apitest.Unique(t, "d10-beyond")
 	ps := s.PushN(t, q, "", 2)
 	pid := ps[0].PartitionID
-	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "2"))
-	// The lease runs from the claim's start, which is before the answer
-	// arrived, so it has expired 2 s after the answer, however slow the pop.
+	// 4 s: the ack and the read below fit inside the lease on a loaded
+	// machine. The lease runs from the claim's start, which is before the
+	// answer arrived, so it has expired 4 s after the answer, however slow
+	// the pop.
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "4"))
 	popped := time.Now()
 	s.AckOK(t, p.Messages[1], "completed", "")
 	if v := getMessage(t, s, pid, ps[1].Tx); v.Status != "processing" {
 		t.Errorf("m2 acked beyond the prefix inside a live lease: status %q, want processing", v.Status)
 	}
-	time.Sleep(time.Until(popped.Add(2100 * time.Millisecond)))
+	time.Sleep(time.Until(popped.Add(4100 * time.Millisecond)))
 	if v := getMessage(t, s, pid, ps[1].Tx); v.Status != "pending" {
 		t.Errorf("m2 after its lease expired: status %q, want pending (committed %d < its offset %d)", v.Status,
 			apitest.ReadCursor(t, pid, "").Committed, offsetOf(t, pid, ps[1].Tx))
