@@ -14,8 +14,7 @@ import (
 )
 
 // Ack applies the acknowledgements and returns one result per item in input
-// order: in one statement and one commit, unless spans of them did not
-// apply as spans (ackCall), whose items then run in a second.
+// order, in one commit (ackCall: one or two statements).
 func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	var out []queengo.AckResult
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -36,7 +35,6 @@ type ackLead struct {
 	sent      bool
 	committed bool                // its batch committed: res stands
 	res       []queengo.AckResult // read from the batch; nil unless committed
-	left      []int               // items of spans that did not apply: not in res yet
 	err       error               // why its batch failed, when it did
 }
 
@@ -49,8 +47,10 @@ type batcher interface {
 const ackSQL = `SELECT idx, success, error, lease_released, dlq, queue_name, partition_name
 FROM queen.ack($1, $2, $3, $4, $5, $6, $7)`
 
-// ackSpansSQL applies spans (queen.ack_spans).
-const ackSpansSQL = `SELECT k, released, queue_name, partition_name FROM queen.ack_spans($1, $2, $3, $4, $5, $6, $7)`
+// ackSpansSQL applies spans, and queen.ack the items of those that do not
+// apply (queen.ack_spans).
+const ackSpansSQL = `SELECT k, idx, success, error, released, dlq, queue_name, partition_name
+FROM queen.ack_spans($1, $2, $3, $4, $5, $6, $7, $8)`
 
 func ackArgs(items []queengo.AckItem) []any {
 	parts := make([]uuid.UUID, len(items))
@@ -76,13 +76,13 @@ type ackSpan struct {
 	group       string
 	lease       uuid.UUID
 	first, last int64
-	items       []int
+	items       []int // in offset order: items[j] completes first+j
 }
 
 // ackCall is one application of acknowledgements, split for the span path:
 // the spans, and the items outside every span (rest), which queen.ack
-// applies in the same implicit transaction. The items of a span that did
-// not apply (read says which) run through queen.ack after it: each cursor's
+// applies in the same implicit transaction. queen.ack_spans sends the items
+// of a span that did not apply through queen.ack itself: each cursor's
 // items are all on one side, so every cursor resolves as queen.ack alone
 // would resolve it.
 type ackCall struct {
@@ -140,6 +140,7 @@ func spanOf(items []queengo.AckItem, idx []int) (ackSpan, bool) {
 	}
 	if len(idx) > 1 {
 		// As many offsets as the run is long: a gap means an offset twice.
+		sp.items = make([]int, len(idx))
 		seen := make([]bool, len(idx))
 		for _, i := range idx {
 			k := items[i].Offset - sp.first
@@ -147,6 +148,7 @@ func spanOf(items []queengo.AckItem, idx []int) (ackSpan, bool) {
 				return ackSpan{}, false
 			}
 			seen[k] = true
+			sp.items[k] = i
 		}
 	}
 	return sp, true
@@ -166,7 +168,15 @@ func (a *ackCall) queue(b *pgx.Batch) {
 		for k, i := range a.rest {
 			moreParts[k], moreGroups[k] = a.items[i].PartitionID, a.items[i].Group
 		}
-		b.Queue(ackSpansSQL, pgUUIDs(parts), groups, pgUUIDs(leases), firsts, lasts, pgUUIDs(moreParts), moreGroups)
+		// The spans' items, for queen.ack when their span does not apply.
+		var txids []string
+		for _, sp := range a.spans {
+			for _, i := range sp.items {
+				txids = append(txids, a.items[i].TransactionID)
+			}
+		}
+		b.Queue(ackSpansSQL, pgUUIDs(parts), groups, pgUUIDs(leases), firsts, lasts, pgUUIDs(moreParts), moreGroups,
+			txids)
 	}
 	if len(a.rest) > 0 {
 		b.Queue(ackSQL, ackArgs(a.subset(a.rest))...)
@@ -174,59 +184,79 @@ func (a *ackCall) queue(b *pgx.Batch) {
 }
 
 // read reads the answers of the statements queue added into out, one
-// result per item, and returns the items of the spans that did not apply,
-// in item order: their results are still to come.
-func (a *ackCall) read(br pgx.BatchResults, out []queengo.AckResult) (left []int, err error) {
+// result per item.
+func (a *ackCall) read(br pgx.BatchResults, out []queengo.AckResult) error {
 	if len(a.spans) > 0 {
 		rows, err := br.Query()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		applied := make([]bool, len(a.spans))
-		for rows.Next() {
-			var (
-				k            int32
-				released     bool
-				qname, pname pgtype.Text
-			)
-			if err := rows.Scan(&k, &released, &qname, &pname); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if k < 1 || int(k) > len(a.spans) {
-				rows.Close()
-				return nil, fmt.Errorf("queen.ack_spans answered span %d of %d", k, len(a.spans))
-			}
-			sp := &a.spans[k-1]
-			applied[k-1] = true
-			for _, i := range sp.items {
-				out[i] = queengo.AckResult{Success: true, LeaseReleased: released && a.items[i].Offset == sp.last,
-					Queue: qname.String, Partition: pname.String}
-			}
+		if err := a.readSpans(rows, out); err != nil {
+			return err
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		for k, ok := range applied {
-			if !ok {
-				left = append(left, a.spans[k].items...)
-			}
-		}
-		slices.Sort(left)
 	}
 	if len(a.rest) > 0 {
 		rows, err := br.Query()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res, err := scanAcks(rows, len(a.rest))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a.place(a.rest, res, out)
 	}
-	return left, nil
+	return nil
+}
+
+// readSpans reads queen.ack_spans' answer into out and closes rows: a row
+// per span that applied, then one per item of the spans that did not,
+// numbered as queue listed them (span by span, in offset order).
+func (a *ackCall) readSpans(rows pgx.Rows, out []queengo.AckResult) error {
+	defer rows.Close()
+	var spanItems []int // the spans' items as queue listed them
+	for _, sp := range a.spans {
+		spanItems = append(spanItems, sp.items...)
+	}
+	answered := 0
+	for rows.Next() {
+		var (
+			k, idx        pgtype.Int4
+			success       bool
+			errText       pgtype.Text
+			released, dlq bool
+			qname, pname  pgtype.Text
+		)
+		if err := rows.Scan(&k, &idx, &success, &errText, &released, &dlq, &qname, &pname); err != nil {
+			return err
+		}
+		switch {
+		case k.Valid && k.Int32 >= 1 && int(k.Int32) <= len(a.spans):
+			sp := &a.spans[k.Int32-1]
+			for _, i := range sp.items {
+				out[i] = queengo.AckResult{Success: true, LeaseReleased: released && a.items[i].Offset == sp.last,
+					Queue: qname.String, Partition: pname.String}
+			}
+			answered += len(sp.items)
+		case idx.Valid && idx.Int32 >= 1 && int(idx.Int32) <= len(spanItems):
+			failure, err := ackFailure(errText)
+			if err != nil {
+				return err
+			}
+			out[spanItems[idx.Int32-1]] = queengo.AckResult{Success: success, Failure: failure,
+				LeaseReleased: released, DLQ: dlq, Queue: qname.String, Partition: pname.String}
+			answered++
+		default:
+			return fmt.Errorf("queen.ack_spans answered span %v, item %v of %d spans, %d items", k, idx, len(a.spans), len(spanItems))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if answered != len(spanItems) {
+		return fmt.Errorf("queen.ack_spans answered %d of %d items", answered, len(spanItems))
+	}
+	return nil
 }
 
 // subset returns the items idx (distinct, in order: all of them is the
@@ -250,45 +280,29 @@ func (a *ackCall) place(idx []int, res []queengo.AckResult, out []queengo.AckRes
 }
 
 // ack applies the acknowledgements items on q: the call's statements in one
-// batch (one implicit transaction, or q's), then the items of the spans
-// that did not apply.
+// batch (one implicit transaction, or q's).
 func ack(ctx context.Context, q batcher, items []queengo.AckItem) ([]queengo.AckResult, error) {
 	a := newAckCall(items)
-	out := make([]queengo.AckResult, len(items))
 	if len(a.spans) == 0 {
 		// No spans: the one queen.ack statement, no batch.
-		return out, a.finish(ctx, q, a.rest, out)
+		rows, err := q.Query(ctx, ackSQL, ackArgs(items)...)
+		if err != nil {
+			return nil, err
+		}
+		return scanAcks(rows, len(items))
 	}
+	out := make([]queengo.AckResult, len(items))
 	b := &pgx.Batch{}
 	a.queue(b)
 	br := q.SendBatch(ctx, b)
-	left, err := a.read(br, out)
+	err := a.read(br, out)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return out, a.finish(ctx, q, left, out)
-}
-
-// finish applies the items idx (distinct, in order) with queen.ack and
-// places their results: the items read left, or the rest of a call without
-// spans.
-func (a *ackCall) finish(ctx context.Context, q batcher, idx []int, out []queengo.AckResult) error {
-	if len(idx) == 0 {
-		return nil
-	}
-	rows, err := q.Query(ctx, ackSQL, ackArgs(a.subset(idx))...)
-	if err != nil {
-		return err
-	}
-	res, err := scanAcks(rows, len(idx))
-	if err != nil {
-		return err
-	}
-	a.place(idx, res, out)
-	return nil
+	return out, nil
 }
 
 // scanAcks reads the n results of ackSQL and closes rows.
@@ -384,14 +398,10 @@ func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends 
 		if len(items) > 0 {
 			acks = make([]queengo.AckResult, len(items))
 		}
-		left, err := call.read(br, acks)
-		if err != nil {
+		if err := call.read(br, acks); err != nil {
 			return err
 		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		return call.finish(ctx, c, left, acks)
+		return br.Close()
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("error acking and extending leases: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -428,8 +429,10 @@ func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
 // TestAckSpans_ApplyOnlyARunRightAfterCommitted: queen.ack_spans applies a
 // span (one cursor update) only when its run of offsets starts right after
 // the cursor's committed offset, within the live lease it names; the lease
-// ends with the run that reaches its end. It reports the spans it applied
-// and leaves the cursor of any other alone.
+// ends with the run that reaches its end. It reports the spans it applied;
+// the items of any other go through queen.ack in the same statement (each
+// gets a row of its own), which is rolled back here so that each case
+// meets the cursor as the previous span left it.
 func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -446,15 +449,27 @@ func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	db := session(t, "10s")
+	txids := []string{"m-a", "m-2", "m-3", "m-4", "m-5"} // by offset, from 1
 	spans := func(lease uuid.UUID, first, last int64) string {
 		t.Helper()
-		var out string
-		if err := db.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s released=%s %s/%s', k, released, queue_name = $6,
-       partition_name), ','), 'none')
-  FROM queen.ack_spans($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::bigint[], '{}', '{}')`,
-			[]string{parts[0].String()}, []string{queengo.QueueModeGroup}, []string{lease.String()},
-			[]int64{first}, []int64{last}, q.Name).Scan(&out); err != nil {
+		tx, err := db.Begin(ctx)
+		if err != nil {
 			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		var out string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s released=%s %s/%s', k, released, queue_name = $6,
+       partition_name), ',') FILTER (WHERE k IS NOT NULL), 'none')
+       || format(' items=%s', count(*) FILTER (WHERE idx IS NOT NULL))
+  FROM queen.ack_spans($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::bigint[], '{}', '{}', $7::text[])`,
+			[]string{parts[0].String()}, []string{queengo.QueueModeGroup}, []string{lease.String()},
+			[]int64{first}, []int64{last}, q.Name, txids[first-1:last]).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, "none") {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return out
 	}
@@ -472,12 +487,12 @@ func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 		first, last int64
 		want, after string
 	}{
-		{"a gap before the run", lease, 2, 3, "none", "committed=0 lease_end=4 consumed=0"},
-		{"another lease", uuid.Must(uuid.NewV7()), 1, 2, "none", "committed=0 lease_end=4 consumed=0"},
-		{"past the lease's end", lease, 1, 5, "none", "committed=0 lease_end=4 consumed=0"},
-		{"right after committed", lease, 1, 2, "1 released=f t/a", "committed=2 lease_end=4 consumed=2"},
-		{"to the lease's end", lease, 3, 4, "1 released=t t/a", "committed=4 lease_end= consumed=4"},
-		{"the lease ended", lease, 5, 5, "none", "committed=4 lease_end= consumed=4"},
+		{"a gap before the run", lease, 2, 3, "none items=2", "committed=0 lease_end=4 consumed=0"},
+		{"another lease", uuid.Must(uuid.NewV7()), 1, 2, "none items=2", "committed=0 lease_end=4 consumed=0"},
+		{"past the lease's end", lease, 1, 5, "none items=5", "committed=0 lease_end=4 consumed=0"},
+		{"right after committed", lease, 1, 2, "1 released=f t/a items=0", "committed=2 lease_end=4 consumed=2"},
+		{"to the lease's end", lease, 3, 4, "1 released=t t/a items=0", "committed=4 lease_end= consumed=4"},
+		{"the lease ended", lease, 5, 5, "none items=1", "committed=4 lease_end= consumed=4"},
 	} {
 		if got := spans(c.lease, c.first, c.last); got != c.want {
 			t.Fatalf("%s: ack_spans answered %s, want %s", c.name, got, c.want)

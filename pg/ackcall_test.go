@@ -25,7 +25,7 @@ func TestAckCall_ASpanIsOneCursorsRunOfOneLease(t *testing.T) {
 		want  string
 	}{
 		{"a run in any order", []queengo.AckItem{ok(p1, 3), ok(p1, 1), item(p1, "g", l1, 2, "success")},
-			"spans [1-3:[0 1 2]] rest []"},
+			"spans [1-3:[1 2 0]] rest []"}, // a span lists its items in offset order
 		{"one span per cursor", []queengo.AckItem{ok(p1, 5), ok(p2, 7), item(p1, "h", l1, 9, "completed")},
 			"spans [5-5:[0] 7-7:[1] 9-9:[2]] rest []"},
 		{"a gap", []queengo.AckItem{ok(p1, 1), ok(p1, 3), ok(p2, 4)}, "spans [4-4:[2]] rest [0 1]"},

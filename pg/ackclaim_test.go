@@ -64,30 +64,37 @@ func TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed(t *testing.T) 
 	}
 }
 
-// TestAckClaim_ASpanThatDoesNotApplyRunsAfterTheRound: acks that name the
+// TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound: acks that name the
 // leases and offsets they were delivered under apply as spans in the
-// round's transaction, so a claim takes the partition one of them frees;
-// a span that does not apply (here: another lease) goes through the item
-// rules after the round, and its items get their results all the same.
-func TestAckClaim_ASpanThatDoesNotApplyRunsAfterTheRound(t *testing.T) {
+// round's transaction; a span that does not apply goes through the item
+// rules in the same statement. Here offset 2 of a two-message lease was
+// acked first, so the ack of offset 1 is no span of the cursor's: it
+// still ends the lease inside the round, and the round's claim takes the
+// partition's next message, while a span naming another lease fails.
+func TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	s := openStore(t)
-	q, parts := claimQueue(t, s, 2, 2)
-	p := pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	q, parts := claimQueue(t, s, 3, 1)
+	p := pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 2, MaxParts: 1})
 	first := claimOK(t, s, p)
-	got := map[uuid.UUID]queengo.AckItem{}
+	items := map[string]queengo.AckItem{}
 	for i, r := range first {
-		if len(r.Messages) != 1 {
-			t.Fatalf("first claim %d: %+v", i, r)
+		for _, m := range r.Messages {
+			items[m.TransactionID] = queengo.AckItem{PartitionID: m.PartitionID, TransactionID: m.TransactionID,
+				Status: "completed", Group: "g", LeaseID: p[i].LeaseID, Offset: m.Offset}
 		}
-		m := r.Messages[0]
-		got[m.PartitionID] = queengo.AckItem{PartitionID: m.PartitionID, TransactionID: m.TransactionID,
-			Status: "completed", Group: "g", LeaseID: p[i].LeaseID, Offset: m.Offset}
 	}
-	stale := got[parts[1]]
+	if len(items) != 3 || items["p0-1"].PartitionID != parts[0] {
+		t.Fatalf("first claims %+v", first)
+	}
+	if res, err := s.Ack(ctx, []queengo.AckItem{items["p0-1"]}); err != nil || !res[0].Success || res[0].LeaseReleased {
+		t.Fatalf("ack of p0-1 ahead of p0-0: %+v %v", res, err)
+	}
+	stale := items["p1-0"]
 	stale.LeaseID = uuid.Must(uuid.NewV7())
 	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{stale, got[parts[0]]}, next)
+	acks, res, err := s.AckClaim(ctx, []queengo.AckItem{stale, items["p0-0"]}, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +103,7 @@ func TestAckClaim_ASpanThatDoesNotApplyRunsAfterTheRound(t *testing.T) {
 	if len(acks) != 2 || acks[0] != want[0] || acks[1] != want[1] {
 		t.Fatalf("acks %+v, want %+v", acks, want)
 	}
-	if res[0].Err != nil || len(res[0].Messages) != 1 || res[0].Messages[0].TransactionID != "p0-1" {
-		t.Fatalf("the claim after the acks got %+v, want p0-1", res[0])
+	if res[0].Err != nil || len(res[0].Messages) != 1 || res[0].Messages[0].TransactionID != "p0-2" {
+		t.Fatalf("the claim after the acks got %+v, want p0-2", res[0])
 	}
 }

@@ -63,8 +63,7 @@ func (s *Store) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]quee
 // partition whose lease they end is claimed without a commit and a round
 // trip in between (the hand-off, actors' Broker.Ack). When that batch does
 // not commit, the acks run alone and the claims after them, as Ack and
-// Claim would. Spans of the acks that did not apply as spans (ackCall)
-// run through queen.ack after the round. The error is the acks' (the claims' failures are in their
+// Claim would. The error is the acks' (the claims' failures are in their
 // results' Err): nothing of them was applied, or, for a lost connection or
 // an ended deadline, maybe they were.
 func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error) {
@@ -78,13 +77,6 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 	}
 	acks, err := lead.res, error(nil)
 	switch {
-	case lead.committed && len(lead.left) > 0:
-		// Spans that did not apply as spans run through queen.ack alone.
-		if err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-			return lead.call.finish(ctx, c, lead.left, acks)
-		}); err != nil {
-			acks, err = nil, fmt.Errorf("error acking: %w", err)
-		}
 	case lead.committed:
 	case lead.sent && !rolledBack(ctx, lead.err):
 		// The connection or the deadline went with the batch: the acks
@@ -434,11 +426,10 @@ func (r *scopeRound) batch() *pgx.Batch {
 func (r *scopeRound) sendPre(br pgx.BatchResults) error {
 	if l := r.riding; l != nil {
 		res := make([]queengo.AckResult, len(l.call.items))
-		left, err := l.call.read(br, res)
-		if err != nil {
+		if err := l.call.read(br, res); err != nil {
 			return err
 		}
-		l.res, l.left = res, left
+		l.res = res
 	}
 	for range r.pre {
 		if _, err := br.Exec(); err != nil {
@@ -459,7 +450,7 @@ func (r *scopeRound) close(br pgx.BatchResults, err error) error {
 		r.riding = nil
 		l.committed, l.err = err == nil, err
 		if err != nil {
-			l.res, l.left = nil, nil
+			l.res = nil
 		}
 	}
 	return err

@@ -339,24 +339,46 @@ $$;
 -- such items, at the cost of a cursor rather than of an item: an ack of
 -- four batch-100 pops cost 0.4 ms of PostgreSQL CPU with its commit instead
 -- of 1.7-2.7 ms, one of ten batch-1 pops 0.46-0.53 ms instead of 0.59-0.61
--- (TestCost, docs/benchmarks.md "2026-12-04, evening"). It returns the
--- spans that applied; the caller sends the others' items to queen.ack.
+-- (TestCost, docs/benchmarks.md "2026-12-04, evening"). A row (k, NULL, ...)
+-- answers each span that applied.
+--
+-- p_item_txids are the transaction ids of the spans' items, span by span,
+-- each span's in offset order: item i of the call is an offset of one span.
+-- The items of the spans that did not apply go through queen.ack in the same
+-- statement (status completed, which is what success means there too), so
+-- they resolve as queen.ack alone would resolve them, in the caller's
+-- transaction (a lease they end is claimable by the claim that follows in
+-- it, and no second commit can fail after the first): a row (NULL, i, ...)
+-- answers item i.
 --
 -- It first locks, in (partition, group) order, the cursors of the spans and
 -- those of (p_more_parts[i], p_more_groups[i]): the cursors of the items the
 -- caller sends to queen.ack in the same transaction. So the transaction
 -- takes all its cursor locks in one pass, in the order a lone queen.ack
 -- takes them, and the conditions are checked on the locked rows.
+DROP FUNCTION IF EXISTS queen.ack_spans(uuid[], text[], uuid[], bigint[], bigint[], uuid[], text[]);
 CREATE OR REPLACE FUNCTION queen.ack_spans(p_parts uuid[], p_groups text[], p_leases uuid[], p_firsts bigint[],
-                                           p_lasts bigint[], p_more_parts uuid[], p_more_groups text[])
-RETURNS TABLE (k integer, released boolean, queue_name text, partition_name text)
+                                           p_lasts bigint[], p_more_parts uuid[], p_more_groups text[],
+                                           p_item_txids text[])
+RETURNS TABLE (k integer, idx integer, success boolean, error text, released boolean, dlq boolean,
+               queue_name text, partition_name text)
 LANGUAGE plpgsql
 SET enable_seqscan = off -- see append_segments in append.sql
 SET plan_cache_mode = force_generic_plan -- see claim_read in claim.sql
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_k      integer[];
+    v_rel    boolean[];
+    v_qname  text[];
+    v_pname  text[];
+    v_left   integer[];
+    v_parts  uuid[];
+    v_groups text[];
+    v_leases uuid[];
+    v_offs   bigint[];
+    v_i      integer;
 BEGIN
-    RETURN QUERY
     WITH locked AS MATERIALIZED (
         SELECT c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked
           FROM (SELECT u.part, u.grp FROM unnest(p_parts, p_groups) AS u(part, grp)
@@ -374,19 +396,55 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d
                             WHERE d.partition_id = l.partition_id AND d.consumer_group = l.consumer_group
                               AND d."offset" > l.committed AND d."offset" <= l.lease_end)
+    ), applied AS (
+        UPDATE queen.cursors c
+           SET committed = f.last,
+               lease_id = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_id END,
+               lease_end = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_end END,
+               lease_expires_at = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_expires_at END,
+               not_before = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.not_before END,
+               total_consumed = c.total_consumed + (f.last - c.committed),
+               last_consumed_at = now()
+          FROM fit f
+          JOIN queen.partitions p ON p.id = f.partition_id
+          JOIN queen.queues q ON q.id = p.queue_id
+         WHERE c.partition_id = f.partition_id AND c.consumer_group = f.consumer_group
+        RETURNING f.k, f.last >= f.lease_end AS rel, q.name AS qname, p.name AS pname
     )
-    UPDATE queen.cursors c
-       SET committed = f.last,
-           lease_id = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_id END,
-           lease_end = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_end END,
-           lease_expires_at = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_expires_at END,
-           not_before = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.not_before END,
-           total_consumed = c.total_consumed + (f.last - c.committed),
-           last_consumed_at = now()
-      FROM fit f
-      JOIN queen.partitions p ON p.id = f.partition_id
-      JOIN queen.queues q ON q.id = p.queue_id
-     WHERE c.partition_id = f.partition_id AND c.consumer_group = f.consumer_group
-    RETURNING f.k, f.last >= f.lease_end, q.name, p.name;
+    SELECT array_agg(a.k), array_agg(a.rel), array_agg(a.qname), array_agg(a.pname)
+      INTO v_k, v_rel, v_qname, v_pname
+      FROM applied a;
+    -- RETURN NEXT rather than a query over the arrays: no statement to run.
+    FOR v_i IN 1 .. coalesce(cardinality(v_k), 0) LOOP
+        k := v_k[v_i];
+        idx := NULL;
+        success := true;
+        error := NULL;
+        released := v_rel[v_i];
+        dlq := false;
+        queue_name := v_qname[v_i];
+        partition_name := v_pname[v_i];
+        RETURN NEXT;
+    END LOOP;
+    IF coalesce(cardinality(v_k), 0) = cardinality(p_parts) THEN
+        RETURN;
+    END IF;
+    -- The items of the spans that did not apply, in item order.
+    SELECT array_agg(x.pos ORDER BY x.pos), array_agg(x.part ORDER BY x.pos), array_agg(x.grp ORDER BY x.pos),
+           array_agg(x.lease ORDER BY x.pos), array_agg(x.off ORDER BY x.pos)
+      INTO v_left, v_parts, v_groups, v_leases, v_offs
+      FROM (SELECT s.k, s.part, s.grp, s.lease, o.off, (row_number() OVER (ORDER BY s.k, o.off))::integer AS pos
+              FROM unnest(p_parts, p_groups, p_leases, p_firsts, p_lasts)
+                   WITH ORDINALITY AS s(part, grp, lease, first, last, k)
+             CROSS JOIN LATERAL generate_series(s.first, s.last) AS o(off)) x
+     WHERE NOT (x.k = ANY (coalesce(v_k, '{}')));
+    IF v_left IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT NULL::integer, v_left[a.idx], a.success, a.error, a.lease_released, a.dlq, a.queue_name, a.partition_name
+      FROM queen.ack(v_parts, ARRAY(SELECT p_item_txids[o] FROM unnest(v_left) WITH ORDINALITY AS u(o, n) ORDER BY n),
+                     array_fill('completed'::text, ARRAY[cardinality(v_left)]), v_groups, v_leases,
+                     array_fill(''::text, ARRAY[cardinality(v_left)]), v_offs) a;
 END;
 $$;

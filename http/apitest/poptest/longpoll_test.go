@@ -70,6 +70,49 @@ func TestPop_WaitTrueParksUntilTimeout(t *testing.T) {
 	}
 }
 
+// TestD12_AnAckThatEndsALeaseWakesParkedPop: an ack that ends a lease frees
+// its partition for the group at once: a pop of the group parked on the
+// queue (every partition was leased when it looked) gets the partition's
+// next message then, long before the lease would expire. Also when the
+// last offset acked is the first of the span, after the others were acked
+// out of order (the ack is then no span of the cursor's, pg/ack.go). On a
+// broker of its own that samples parked pops every 100 ms.
+func TestD12_AnAckThatEndsALeaseWakesParkedPop(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100")
+	for _, tc := range []struct {
+		name        string
+		first, last int // the message acked before the pop parks, and after
+	}{
+		{"in order", 0, 1},
+		{"out of order", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := apitest.Unique(t, "ack-wakes")
+			txs := s.PushN(t, q, "p", 3).TxIDs()
+			p := s.PopOK(t, apitest.PopQueue(q, "batch", "2", "leaseSeconds", "60"))
+			apitest.WantTxIDs(t, "pop", p, txs[:2])
+			if r := s.AckOK(t, p.Messages[tc.first], "completed", ""); r.LeaseReleased {
+				t.Fatalf("the first ack released the lease: %+v", r)
+			}
+			ch := async(context.Background(), s, apitest.PopQueue(q, "wait", "true", "timeout", "20000"))
+			s.WaitParked(t, q, 1)
+			if r := s.AckOK(t, p.Messages[tc.last], "completed", ""); !r.LeaseReleased {
+				t.Fatalf("the last ack of the span did not release the lease: %+v", r)
+			}
+			acked := time.Now()
+			o := await(t, ch, 15*time.Second)
+			if o.r.Status != 200 {
+				t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+			}
+			apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs[2:])
+			if d := o.at.Sub(acked); d > 5*time.Second {
+				t.Fatalf("the parked pop answered %v after the ack that ended the lease", d)
+			}
+		})
+	}
+}
+
 // parkThenPush parks path, checks it is still parked after a while, runs
 // push, and returns the pop's outcome and the time the push answered.
 func parkThenPush(t *testing.T, s *apitest.Server, path string, push func()) (outcome, time.Time) {
