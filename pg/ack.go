@@ -348,11 +348,11 @@ func ackFailure(code pgtype.Text) (queengo.AckFailure, error) {
 // AckExtend applies the lease extensions and then the acknowledgements in
 // one transaction (one round trip: the statements are pipelined, and a
 // pipeline without transaction commands runs as one implicit transaction
-// in PostgreSQL); the items of spans that did not apply as spans run after
-// it (ackCall). It returns one result per item and per extension, in
-// input order. The extensions lock every cursor either statement writes in
-// (partition, group) order, so the transaction takes its locks in the order
-// a lone ack or extension does (see queen.extend_leases).
+// in PostgreSQL; the acks are ackCall's statements). It returns one result
+// per item and per extension, in input order. The extensions lock every
+// cursor the statements write in (partition, group) order, so the
+// transaction takes its locks in the order a lone ack or extension does
+// (see queen.extend_leases).
 //
 // Extensions go first: a caller's extension and its concurrent ack promise
 // each other no order, and this one never fails an extension because an ack

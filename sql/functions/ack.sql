@@ -356,7 +356,6 @@ $$;
 -- caller sends to queen.ack in the same transaction. So the transaction
 -- takes all its cursor locks in one pass, in the order a lone queen.ack
 -- takes them, and the conditions are checked on the locked rows.
-DROP FUNCTION IF EXISTS queen.ack_spans(uuid[], text[], uuid[], bigint[], bigint[], uuid[], text[]);
 CREATE OR REPLACE FUNCTION queen.ack_spans(p_parts uuid[], p_groups text[], p_leases uuid[], p_firsts bigint[],
                                            p_lasts bigint[], p_more_parts uuid[], p_more_groups text[],
                                            p_item_txids text[])
@@ -374,6 +373,7 @@ DECLARE
     v_pname  text[];
     v_left   integer[];
     v_parts  uuid[];
+    v_txids  text[];
     v_groups text[];
     v_leases uuid[];
     v_offs   bigint[];
@@ -429,10 +429,10 @@ BEGIN
     IF coalesce(cardinality(v_k), 0) = cardinality(p_parts) THEN
         RETURN;
     END IF;
-    -- The items of the spans that did not apply, in item order.
-    SELECT array_agg(x.pos ORDER BY x.pos), array_agg(x.part ORDER BY x.pos), array_agg(x.grp ORDER BY x.pos),
-           array_agg(x.lease ORDER BY x.pos), array_agg(x.off ORDER BY x.pos)
-      INTO v_left, v_parts, v_groups, v_leases, v_offs
+    -- The items of the spans that did not apply, as p_item_txids lists them.
+    SELECT array_agg(x.pos ORDER BY x.pos), array_agg(x.part ORDER BY x.pos), array_agg(p_item_txids[x.pos] ORDER BY x.pos),
+           array_agg(x.grp ORDER BY x.pos), array_agg(x.lease ORDER BY x.pos), array_agg(x.off ORDER BY x.pos)
+      INTO v_left, v_parts, v_txids, v_groups, v_leases, v_offs
       FROM (SELECT s.k, s.part, s.grp, s.lease, o.off, (row_number() OVER (ORDER BY s.k, o.off))::integer AS pos
               FROM unnest(p_parts, p_groups, p_leases, p_firsts, p_lasts)
                    WITH ORDINALITY AS s(part, grp, lease, first, last, k)
@@ -443,8 +443,7 @@ BEGIN
     END IF;
     RETURN QUERY
     SELECT NULL::integer, v_left[a.idx], a.success, a.error, a.lease_released, a.dlq, a.queue_name, a.partition_name
-      FROM queen.ack(v_parts, ARRAY(SELECT p_item_txids[o] FROM unnest(v_left) WITH ORDINALITY AS u(o, n) ORDER BY n),
-                     array_fill('completed'::text, ARRAY[cardinality(v_left)]), v_groups, v_leases,
+      FROM queen.ack(v_parts, v_txids, array_fill('completed'::text, ARRAY[cardinality(v_left)]), v_groups, v_leases,
                      array_fill(''::text, ARRAY[cardinality(v_left)]), v_offs) a;
 END;
 $$;
