@@ -241,6 +241,11 @@ func runE2E(ctx context.Context, env *Env, tgt Target, p E2EParams) (*Result, er
 	res.Resources = probe.Stop(ctx, res.Messages)
 	res.Latency = pushLat.Total()
 	res.Latencies = map[string]LatencySummary{"delivery": delivery.Total(), "push": res.Latency, "receive": recvLat.Total()}
+	if pl, ok := tgt.(phaseLatencies); ok {
+		for name, l := range pl.PhaseLatencies() {
+			res.Latencies[name] = l.Total()
+		}
+	}
 	res.Errors, res.ErrorKinds, res.ErrorSamples = errs.Count(), errs.Kinds(), errs.Samples()
 	res.Interrupted = ctx.Err() != nil
 	res.metric("sent", float64(total))
