@@ -1,0 +1,32 @@
+# lib.sh: what run.sh and trials/trials.sh share. Set OUT before sourcing it.
+# server T DB starts /tmp/qg-T (or the reference for T=ref) on a fresh database
+# with track_functions=pl; stop writes the run's pg_stat_user_functions and
+# transaction count into $OUT/NAME.pgstat; run KIND T NAME args... runs one bench.
+PG=postgres://postgres@127.0.0.1:5432
+B=/tmp/bench
+server() { # T DB -> sets URL, SP
+  local T=$1 DB=$2
+  psql -h 127.0.0.1 -U postgres -qc "drop database if exists $DB" -c "create database $DB" \
+    -c "alter database $DB set track_functions='pl'" >/dev/null 2>&1
+  if [ $T = ref ]; then
+    /work/shared/reference/run.sh 6633 $DB >/tmp/ref-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6633
+  else
+    DATABASE_URL="$PG/$DB" PORT=6640 FILE_BUFFER_DIR=off LOG_LEVEL=warn /tmp/qg-$T >/tmp/qg-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6640
+  fi
+  for i in $(seq 100); do curl -sf $URL/health >/dev/null && break; sleep 0.2; done
+  sleep 1
+}
+stop() { # DB NAME: the per-function figures, then the server and the database go
+  psql -h 127.0.0.1 -U postgres -d $1 -Atc "select funcname, calls, round(self_time::numeric, 1)
+    from pg_stat_user_functions where funcname in ('claim_take', 'claim_read', 'ack', 'ack_spans', 'append_segments')" \
+    -c "select 'xacts', xact_commit + xact_rollback from pg_stat_database where datname = '$1'" > $OUT/$2.pgstat 2>&1
+  kill $SP; wait $SP 2>/dev/null; psql -h 127.0.0.1 -U postgres -qc "drop database if exists $1" >/dev/null 2>&1
+}
+label() { [ $1 = ref ] && echo queen-cpp || echo queengo-$1; }
+run() { # KIND T NAME args...
+  local K=$1 T=$2 N=$3; shift 3; local DB=fin_${T}_$RANDOM
+  server $T $DB
+  echo "$(date -u +%T) $K $N $T load=$(cut -d' ' -f1 /proc/loadavg)"
+  $B $K --url $URL --label $(label $T) --pg-url $PG/$DB --interval 100s --json $OUT/$K-$N-$T.json "$@" >/dev/null 2>&1
+  stop $DB $K-$N-$T
+}
