@@ -7,7 +7,7 @@
 #   git checkout 657b5d9 && go build -o /tmp/qg-final ./cmd/queengo && go build -o /tmp/bench ./bench
 # (657b5d9 changes only bench/ against bfe9d11, the broker of 2026-12-04.)
 OUT=$(cd "$(dirname "$0")" && pwd)
-. $OUT/lib.sh
+. $OUT/../../../bench/runlib.sh
 for RUN in 1 2 3; do
   for T in final ref; do
     [ $RUN -gt 1 ] && [ $T = ref ] && continue

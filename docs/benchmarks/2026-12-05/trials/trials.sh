@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # docs/benchmarks.md, "2026-12-05", the two trials not kept: builds of 657b5d9
 # with one line changed, against it (final), alternating, with server/stop/run
-# as in ../run.sh (OUT set to this folder):
+# of bench/runlib.sh as ../run.sh (OUT: this folder):
 #   c2:   actors/broker.go newBroker: cfg.ClaimsInFlight = 2 (two claim rounds in flight per queue)
 #   noho: actors/broker.go handOff returns (nil, false, nil) first (acks never ride a claim round)
 #   go build -o /tmp/qg-c2 ./cmd/queengo; go build -o /tmp/qg-noho ./cmd/queengo
 OUT=$(cd "$(dirname "$0")" && pwd)
-. $OUT/../lib.sh
+. $OUT/../../../../bench/runlib.sh
 for RUN in 1 2; do for T in final c2; do
   run consume $T b10-$RUN --batch 10 --consumers 10 --partitions 10 --messages 500000 --duration 20s
   run consume $T b100-$RUN --batch 100 --consumers 4 --partitions 10 --messages 1200000 --duration 20s

@@ -1,7 +1,11 @@
-# lib.sh: what run.sh and trials/trials.sh share. Set OUT before sourcing it.
-# server T DB starts /tmp/qg-T (or the reference for T=ref) on a fresh database
-# with track_functions=pl; stop writes the run's pg_stat_user_functions and
-# transaction count into $OUT/NAME.pgstat; run KIND T NAME args... runs one bench.
+# runlib.sh: the helpers of the dated measurement scripts in
+# docs/benchmarks/*/run.sh (from 2026-12-05 on). Source it after setting OUT,
+# the folder the JSON goes to. server T DB starts /tmp/qg-T (a queengo build)
+# or, for T=ref, the reference Queen server, on a fresh database with
+# track_functions=pl; stop DB NAME writes the run's pg_stat_user_functions and
+# transaction count to $OUT/NAME.pgstat and drops the database; run KIND T
+# NAME args... runs one /tmp/bench scenario against a fresh server into
+# $OUT/KIND-NAME-T.json. One server at a time, so runs never share the machine.
 PG=postgres://postgres@127.0.0.1:5432
 B=/tmp/bench
 server() { # T DB -> sets URL, SP
