@@ -8,12 +8,14 @@
 # $OUT/KIND-NAME-T.json. One server at a time, so runs never share the machine.
 PG=postgres://postgres@127.0.0.1:5432
 B=/tmp/bench
+# The reference lives beside the repository (../shared/reference, bench/README.md).
+REF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../shared/reference" && pwd)/run.sh
 server() { # T DB -> sets URL, SP
   local T=$1 DB=$2
   psql -h 127.0.0.1 -U postgres -qc "drop database if exists $DB" -c "create database $DB" \
     -c "alter database $DB set track_functions='pl'" >/dev/null 2>&1
   if [ $T = ref ]; then
-    /work/shared/reference/run.sh 6633 $DB >/tmp/ref-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6633
+    $REF 6633 $DB >/tmp/ref-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6633
   else
     DATABASE_URL="$PG/$DB" PORT=6640 FILE_BUFFER_DIR=off LOG_LEVEL=warn /tmp/qg-$T >/tmp/qg-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6640
   fi

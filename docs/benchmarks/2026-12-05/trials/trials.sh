@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# docs/benchmarks.md, "2026-12-05", the two trials not kept: builds of 657b5d9
-# with one line changed, against it (final), alternating, with server/stop/run
+# docs/benchmarks.md, "2026-12-05", the three trials not kept: builds of 657b5d9
+# with a line or a few changed, against it (final), alternating, with server/stop/run
 # of bench/runlib.sh as ../run.sh (OUT: this folder):
 #   c2:   actors/broker.go newBroker: cfg.ClaimsInFlight = 2 (two claim rounds in flight per queue)
 #   noho: actors/broker.go handOff returns (nil, false, nil) first (acks never ride a claim round)
