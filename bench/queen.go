@@ -131,25 +131,8 @@ func (c *QueenClient) Push(body []byte) (PushResult, error) {
 		if status != 201 && status != 200 {
 			return statusErr("push", status, b)
 		}
-		var items []struct {
-			Status string  `json:"status"`
-			Error  *string `json:"error"`
-		}
-		if err := json.Unmarshal(b, &items); err != nil {
+		if err := decodePush(b, &res); err != nil {
 			return opErr("push", fmt.Errorf("error decoding answer: %w", err))
-		}
-		for _, it := range items {
-			switch it.Status {
-			case "queued", "buffered":
-				res.Queued++
-			case "duplicate":
-				res.Duplicate++
-			default:
-				res.Failed++
-				if res.FirstError == "" && it.Error != nil {
-					res.FirstError = *it.Error
-				}
-			}
 		}
 		return nil
 	})
@@ -195,18 +178,15 @@ type PopQuery struct {
 
 // PopMessage is the part of a popped message the harness uses.
 type PopMessage struct {
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	LeaseID       string          `json:"leaseId"`
-	Data          json.RawMessage `json:"data"`
+	TransactionID string
+	PartitionID   string
+	LeaseID       string
+	Data          []byte // the message's JSON data
 }
 
-// PopResponse is a decoded 200 answer of a pop.
+// PopResponse is the part of a pop's 200 answer the harness uses.
 type PopResponse struct {
-	Success           bool         `json:"success"`
-	LeaseID           string       `json:"leaseId"`
-	PartitionsClaimed int          `json:"partitionsClaimed"`
-	Messages          []PopMessage `json:"messages"`
+	Messages []PopMessage
 }
 
 // popMargin is added to a long poll's own timeout for the HTTP deadline, as
@@ -248,7 +228,7 @@ func (c *QueenClient) Pop(queue string, q PopQuery) (*PopResponse, error) {
 			if len(bytes.TrimSpace(b)) == 0 {
 				return nil // the reference server's empty 200
 			}
-			if err := json.Unmarshal(b, res); err != nil {
+			if err := decodePop(b, res); err != nil {
 				return opErr("pop", fmt.Errorf("error decoding answer: %w", err))
 			}
 			return nil
@@ -271,21 +251,8 @@ func (c *QueenClient) AckBatch(buf []byte, group string, msgs []PopMessage) ([]b
 		if status != 200 && status != 201 {
 			return statusErr("ack", status, b)
 		}
-		var items []struct {
-			Success bool    `json:"success"`
-			Error   *string `json:"error"`
-		}
-		if err := json.Unmarshal(b, &items); err != nil {
-			return opErr("ack", fmt.Errorf("error decoding answer: %w", err))
-		}
-		for _, it := range items {
-			if !it.Success {
-				msg := "item not acknowledged"
-				if it.Error != nil {
-					msg = *it.Error
-				}
-				return opErr("ack", fmt.Errorf("%s", msg))
-			}
+		if err := decodeAck(b); err != nil {
+			return opErr("ack", err)
 		}
 		return nil
 	})

@@ -296,3 +296,38 @@ func TestE2EProducers(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeAnswers checks the fastjson decoders of the push, pop and ack
+// answers: every message keeps its own data, failures carry their text,
+// and a malformed answer is an error.
+func TestDecodeAnswers(t *testing.T) {
+	t.Parallel()
+	var pop PopResponse
+	err := decodePop([]byte(`{"success":true,"messages":[
+		{"transactionId":"t\u0031","partitionId":"P","leaseId":"L","data":{"ts":1, "seq":2,"s":"a\"b"}},
+		{"transactionId":"t2","partitionId":"P","data":null},
+		{"transactionId":"t3","partitionId":"Q","leaseId":"M","data":[1,"x"]}]}`), &pop)
+	if err != nil || len(pop.Messages) != 3 {
+		t.Fatalf("pop: %v %+v", err, pop)
+	}
+	m := pop.Messages
+	if m[0].TransactionID != "t1" || m[0].LeaseID != "L" || string(m[0].Data) != `{"ts":1,"seq":2,"s":"a\"b"}` ||
+		m[1].LeaseID != "" || string(m[1].Data) != "null" || m[2].PartitionID != "Q" || string(m[2].Data) != `[1,"x"]` {
+		t.Fatalf("pop messages: %+v", m)
+	}
+	if err := decodePop([]byte(`{"messages":[`), &pop); err == nil {
+		t.Fatal("truncated pop answer decoded")
+	}
+	if err := decodeAck([]byte(`[{"success":true},{"success":false,"error":"lease expired"}]`)); err == nil ||
+		err.Error() != "lease expired" {
+		t.Fatalf("ack failure: %v", err)
+	}
+	if err := decodeAck([]byte(`{"success":true}`)); err == nil {
+		t.Fatal("ack answer that is not an array decoded")
+	}
+	var push PushResult
+	if err := decodePush([]byte(`[{"status":"buffered"},{"status":"failed"},{"status":"failed","error":"full"}]`), &push); err != nil ||
+		push.Queued != 1 || push.Failed != 2 || push.FirstError != "full" {
+		t.Fatalf("push: %v %+v", err, push)
+	}
+}
