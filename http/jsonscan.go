@@ -148,6 +148,34 @@ func (s *scanner) str() (string, error) {
 	return "", errSyntax
 }
 
+// knownKeys are the member names of the bodies every push and ack repeats,
+// once per item: key hands out these strings instead of allocating one per
+// member (at batch 100 the ack body's keys were a fifth of its parse).
+var knownKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"items", "queue", "partition", "transactionId", "traceId", "payload",
+		"acknowledgments", "partitionId", "status", "consumerGroup", "leaseId", "error"} {
+		m[k] = k
+	}
+	return m
+}()
+
+// key reads an object member's name at the cursor as str does.
+func (s *scanner) key() (string, error) {
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		for j := s.i + 1; j < len(s.b) && s.b[j] != '\\'; j++ {
+			if s.b[j] == '"' {
+				if k, ok := knownKeys[string(s.b[s.i+1:j])]; ok {
+					s.i = j + 1
+					return k, nil
+				}
+				break
+			}
+		}
+	}
+	return s.str()
+}
+
 func (s *scanner) hex4() (rune, bool) {
 	if s.i+4 > len(s.b) {
 		return 0, false
@@ -237,7 +265,7 @@ func (s *scanner) object(depth int, member func(key string) error) error {
 	}
 	for {
 		s.ws()
-		key, err := s.str()
+		key, err := s.key()
 		if err != nil {
 			return err
 		}
