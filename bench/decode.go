@@ -17,16 +17,30 @@ import (
 // reflection; the other answers (admin, buffer) stay on encoding/json.
 var parsers fastjson.ParserPool
 
-// decodePop decodes a pop's 200 answer (pop-routes.md) into res: for each
-// message its transactionId, partitionId, leaseId and data, the data
-// re-encoded compactly into one buffer shared by the batch.
-func decodePop(b []byte, res *PopResponse) error {
+// parse parses b with a pooled parser and hands the tree to read, which must
+// not keep it: the parser reuses it once read returns.
+func parse(b []byte, read func(v *fastjson.Value) error) error {
 	p := parsers.Get()
 	defer parsers.Put(p)
 	v, err := p.ParseBytes(b)
 	if err != nil {
 		return err
 	}
+	return read(v)
+}
+
+// decodePop decodes a pop's 200 answer (pop-routes.md) into res: for each
+// message its transactionId, partitionId, leaseId and data, the data
+// re-encoded compactly into one buffer shared by the batch.
+func decodePop(b []byte, res *PopResponse) error {
+	return parse(b, func(v *fastjson.Value) error {
+		readPop(v, res)
+		return nil
+	})
+}
+
+// readPop fills res from a pop answer's tree.
+func readPop(v *fastjson.Value, res *PopResponse) {
 	msgs := v.GetArray("messages")
 	res.Messages = make([]PopMessage, len(msgs))
 	ends := make([]int, len(msgs))
@@ -46,47 +60,50 @@ func decodePop(b []byte, res *PopResponse) error {
 		res.Messages[i].Data = data[start:ends[i]:ends[i]]
 		start = ends[i]
 	}
-	return nil
 }
 
 // decodeAck checks a batch ack's answer (api.md 4.4), an array of
 // {"success": bool, "error": string|null}: the first item that did not
 // succeed is an error, with the item's error text.
 func decodeAck(b []byte) error {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(b)
-	var items []*fastjson.Value
-	if err == nil {
-		items, err = v.Array()
-	}
+	var failed error
+	err := parse(b, func(v *fastjson.Value) error {
+		items, err := v.Array()
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if !it.GetBool("success") {
+				failed = errors.New("item not acknowledged")
+				if msg := it.GetStringBytes("error"); msg != nil {
+					failed = errors.New(string(msg))
+				}
+				return nil
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("error decoding answer: %w", err)
 	}
-	for _, it := range items {
-		if !it.GetBool("success") {
-			if msg := it.GetStringBytes("error"); msg != nil {
-				return errors.New(string(msg))
-			}
-			return errors.New("item not acknowledged")
-		}
-	}
-	return nil
+	return failed
 }
 
 // decodePush counts a push answer's items (api.md 4.1) by status into res:
 // queued (or buffered), duplicate, anything else failed with its first error.
 func decodePush(b []byte, res *PushResult) error {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(b)
-	if err != nil {
-		return err
-	}
-	items, err := v.Array()
-	if err != nil {
-		return err
-	}
+	return parse(b, func(v *fastjson.Value) error {
+		items, err := v.Array()
+		if err != nil {
+			return err
+		}
+		countPush(items, res)
+		return nil
+	})
+}
+
+// countPush adds a push answer's items to res.
+func countPush(items []*fastjson.Value, res *PushResult) {
 	for _, it := range items {
 		switch string(it.GetStringBytes("status")) {
 		case "queued", "buffered":
@@ -100,5 +117,4 @@ func decodePush(b []byte, res *PushResult) error {
 			}
 		}
 	}
-	return nil
 }
