@@ -6,7 +6,8 @@
 # transaction count are in the .pgstat beside its JSON). The build was
 #   git checkout 657b5d9 && go build -o /tmp/qg-final ./cmd/queengo && go build -o /tmp/bench ./bench
 # (657b5d9 changes only bench/ against bfe9d11, the broker of 2026-12-04.)
-OUT=$(cd "$(dirname "$0")" && pwd)
+# OUT, when set, is the folder the results go to (2026-12-05-final/run.sh).
+OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)}
 . $OUT/../../../bench/runlib.sh
 for RUN in 1 2 3; do
   for T in final ref; do
