@@ -200,13 +200,15 @@ $$;
 -- takes nothing unless its rows hold that many messages (minPopWaitTime):
 -- its rows then report taken, and held. Only the spans' frames leave the
 -- database: the first and last segments are cut with their ends[] table.
--- Offsets of a span the group dead-lettered under an earlier lease stay
--- resolved: they are leased along but not delivered (D5), and listed in dead.
--- Tombstoned offsets (queen.tombstones, D10) are resolved for every group:
--- a pop's budget counts only the messages it delivers, the span's leading
--- tombstones move committed at once, the others start the lease's acked
--- set, a span holding only tombstones just moves the cursor (no lease), and
--- they are listed in dead too, so they are not delivered.
+-- Resolved offsets are never delivered again: tombstoned ones
+-- (queen.tombstones, D10) for every group, and the ones the group
+-- dead-lettered under an earlier lease (D5; a lease that ends on a failure
+-- keeps only its resolved prefix, so a dead letter past it is found here, not
+-- in the cursor). A pop's budget counts only the messages it delivers, the
+-- span's leading resolved offsets move committed at once, the others start
+-- the lease's acked set, a span holding only resolved offsets just moves the
+-- cursor (no lease: nobody could ever ack it), and they are listed in dead,
+-- so they are not delivered.
 -- With p_pool NULL, one row (claim NULL) follows per partition of the pool
 -- it did not lock: missing when the group never contacted it.
 CREATE OR REPLACE FUNCTION queen.claim_take(
@@ -271,14 +273,19 @@ BEGIN
          LIMIT cardinality(p_slots)
            FOR UPDATE OF c SKIP LOCKED
     ), slotted AS (
-        -- tomb: the tombstoned offsets of what the row holds, in order;
-        -- davail: the messages it can deliver.
+        -- tomb: the resolved offsets of what the row holds (tombstoned, or
+        -- dead-lettered by the group), in order; davail: the messages it
+        -- can deliver.
         SELECT l.*, p_slots[l.slot] AS claim_no, t.tomb, l.avail - cardinality(t.tomb) AS davail
           FROM (SELECT l0.*, row_number() OVER (ORDER BY l0.ord)::integer AS slot FROM locked l0) l
          CROSS JOIN LATERAL (SELECT ARRAY(SELECT t0."offset" FROM queen.tombstones t0
                                            WHERE t0.partition_id = l.pid AND t0."offset" > l.committed
                                              AND t0."offset" <= l.committed + l.avail
-                                           ORDER BY t0."offset") AS tomb
+                                          UNION
+                                          SELECT dl."offset" FROM queen.dead_letters dl
+                                           WHERE dl.partition_id = l.pid AND dl.consumer_group = p_group
+                                             AND dl."offset" > l.committed AND dl."offset" <= l.committed + l.avail
+                                           ORDER BY 1) AS tomb
                              OFFSET 0) t -- one probe per row: pulled up, the
                                          -- subquery ran once per use of tomb
     ), cut0 AS (
@@ -289,18 +296,21 @@ BEGIN
                                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)), 0)::bigint AS dtake
           FROM slotted s
     ), cut AS (
-        -- take: the offsets the row's span covers, its dtake messages and
-        -- the tombstones among them (the i-th tombstone t_i falls inside
-        -- exactly when t_i <= committed + dtake + i - 1); all it holds when
-        -- that is only tombstones.
+        -- take: the offsets the row's span covers, its dtake messages, the
+        -- resolved offsets among them and the ones right after the last of
+        -- them (the i-th, t_i, has t_i - committed - i messages before it,
+        -- so it falls inside exactly when t_i <= committed + dtake + i): an
+        -- ack of the messages then moves committed past all of them. All it
+        -- holds when that is only resolved offsets.
         SELECT c.*, CASE WHEN cardinality(c.tomb) = 0 THEN c.dtake
                          WHEN c.davail <= 0 THEN greatest(c.avail, 0)
                          WHEN c.dtake = 0 THEN 0
                          ELSE c.dtake + (SELECT count(*) FROM unnest(c.tomb) WITH ORDINALITY AS u(o, i)
-                                          WHERE u.o <= c.committed + c.dtake + u.i - 1) END AS take
+                                          WHERE u.o <= c.committed + c.dtake + u.i) END AS take
           FROM cut0 c
     ), spans AS (
-        -- lead: the tombstones that start the span, resolved at once.
+        -- lead: the resolved offsets that start the span: committed passes
+        -- them at once.
         SELECT c.*, p_mins[c.claim_no] > 0 AND sum(c.dtake) OVER (PARTITION BY c.claim_no) < p_mins[c.claim_no] AS hold,
                CASE WHEN p_lease_secs[c.claim_no] > 0 THEN p_lease_secs[c.claim_no]
                     WHEN c.lease_time > 0 THEN c.lease_time ELSE 60 END AS secs,
@@ -330,12 +340,8 @@ BEGIN
       FROM spans s
     UNION ALL
     SELECT s.ord, s.claim_no, NULL::bigint, NULL::boolean, s.pid, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-           g.first_offset + g.k0, g.created_at, queen.frame_slice(g.frames, g.ends, g.k0, g.k1), d.dead, false
+           g.first_offset + g.k0, g.created_at, queen.frame_slice(g.frames, g.ends, g.k0, g.k1), s.tomb, false
       FROM spans s
-     CROSS JOIN LATERAL (SELECT ARRAY(SELECT dl."offset" FROM queen.dead_letters dl
-                                       WHERE dl.partition_id = s.pid AND dl.consumer_group = p_group
-                                         AND dl."offset" BETWEEN s.committed + 1 AND s.committed + s.take)
-                                 || s.tomb AS dead) d
      CROSS JOIN LATERAL (SELECT g0.first_offset, g0.frames, g0.ends,
                                 to_char(g0.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
                                 greatest(s.committed + 1 - g0.first_offset, 0)::integer AS k0,

@@ -318,3 +318,37 @@ func TestD5_DeadLetterBeyondPrefixStaysResolved(t *testing.T) {
 		t.Errorf("dead letters %d, want 1", *l.Total)
 	}
 }
+
+// D5: a lease that ends on a failure keeps only its resolved prefix, so an
+// offset the group dead-lettered beyond it is found again by the next
+// claims. It stays resolved: the claim passes over it rather than lease a
+// span that delivers nothing and that no ack could ever end, which stopped
+// the partition for a batch-1 consumer.
+func TestD5_DeadLetterPastAFailedPrefixIsPassedOver(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "d5-passed")
+	s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 0})
+	ps := s.PushN(t, q, "", 4)
+	p := s.PopOK(t, apitest.PopQueue(q, "batch", "3", "leaseSeconds", "60"))
+	if len(p.Messages) != 3 {
+		t.Fatalf("first pop %v", p.TxIDs())
+	}
+	if r := s.AckOK(t, p.Messages[2], "dlq", ""); !r.DLQ {
+		t.Fatalf("dlq ack of m3 %+v", r)
+	}
+	if r := s.AckOK(t, p.Messages[0], "failed", ""); !r.LeaseReleased {
+		t.Fatalf("failed ack of m1 %+v", r)
+	}
+	for _, want := range []string{ps[0].Tx, ps[1].Tx, ps[3].Tx} {
+		p := s.PopOK(t, apitest.PopQueue(q, "batch", "1", "leaseSeconds", "60"))
+		if got := p.TxIDs(); len(got) != 1 || got[0] != want {
+			t.Fatalf("batch-1 pop delivered %v, want %s (m3 is dead-lettered)", got, want)
+		}
+		s.AckOK(t, p.Messages[0], "completed", "")
+	}
+	c := apitest.ReadCursor(t, ps[0].PartitionID, "")
+	if want := offsetOf(t, ps[0].PartitionID, ps[3].Tx); c.Committed != want {
+		t.Errorf("committed %d, want %d: every offset is resolved", c.Committed, want)
+	}
+}
