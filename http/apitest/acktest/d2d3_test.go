@@ -166,6 +166,11 @@ func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
 	if !r.LeaseReleased || r.DLQ {
 		t.Fatalf("failed ack: %+v", r)
 	}
+	// Not before retryDelay. The pops come first: the checks of the
+	// database below open connections of their own, which took more than a
+	// second each with the package's tests running in parallel.
+	s.PopEmpty(t, apitest.PopQueue(q, "batch", "3"))
+	s.PopEmpty(t, apitest.PopPartition(q, "Default", "batch", "3"))
 	c := apitest.ReadCursor(t, pid, "")
 	if c.LeaseID != "" || c.Live || c.Committed != offsetOf(t, pid, ps[0].Tx) {
 		t.Fatalf("cursor after the failed ack: %+v", c)
@@ -173,9 +178,6 @@ func TestD3_FailedEndsLeaseAndWaitsRetryDelay(t *testing.T) {
 	if n := failures(t, pid, "", offsetOf(t, pid, ps[1].Tx)); n != 1 {
 		t.Fatalf("attempts %d, want 1", n)
 	}
-	// Not before retryDelay.
-	s.PopEmpty(t, apitest.PopQueue(q, "batch", "3"))
-	s.PopEmpty(t, apitest.PopPartition(q, "Default", "batch", "3"))
 	p2 := s.PopUntil(t, apitest.PopQueue(q, "batch", "3"), 10*time.Second, 100*time.Millisecond)
 	waited := time.Since(sent)
 	if waited < 3950*time.Millisecond {
