@@ -131,8 +131,13 @@ func (s *popScheduler) emptyAfter(r *claimRound, w *waiter, now time.Time) {
 // hold keeps a pop whose round r found fewer messages than its
 // minPopWaitTime batch until the hold ends or a wake; one whose round a
 // wake reached looks again at once (a push meanwhile may fill its batch).
+// After releaseAll it answers empty: nothing looks at the lot again.
 func (s *popScheduler) hold(r *claimRound, w *waiter) {
-	if r.wakes > 0 && !s.closing {
+	if s.closing {
+		answer(w, popReply{})
+		return
+	}
+	if r.wakes > 0 {
 		s.pending = append(s.pending, w)
 		return
 	}

@@ -231,3 +231,31 @@ func TestLongPoll_DeadlineOnTheActorsClock(t *testing.T) {
 		t.Fatalf("at its deadline: %+v %v, want empty", r.res, r.err)
 	}
 }
+
+// TestClose_HeldPopWhoseRoundWasInFlightAnswersEmpty: a minPopWaitTime pop
+// whose claim round is in flight when the broker closes, and comes back
+// with fewer messages than its batch, answers empty at once rather than be
+// held in a lot nothing looks at any more.
+func TestClose_HeldPopWhoseRoundWasInFlightAnswersEmpty(t *testing.T) {
+	f := newFakeStore()
+	f.queue.Options.MinPopWaitTime = 60000
+	inClaim, release := make(chan struct{}, 1), make(chan struct{})
+	f.claim = func(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		inClaim <- struct{}{}
+		<-release
+		out := make([]queengo.ClaimResult, len(claims))
+		for i := range out {
+			out[i].Taken = 1 // fewer than the batch: held
+		}
+		return out, nil
+	}
+	b := newTestBroker(t, Config{Store: f})
+	w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 10, Wait: true,
+		Timeout: time.Minute})
+	<-inClaim
+	b.Close()
+	close(release)
+	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
+		t.Fatalf("answer %+v, want empty", r)
+	}
+}
