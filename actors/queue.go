@@ -25,7 +25,7 @@ type queueActor struct {
 
 	q       *queengo.Queue // nil until loaded, and after queueChanged
 	loading bool
-	parts   map[string]uuid.UUID // partition ids of the single-partition route
+	parts   map[string]partRef // partition ids of the single-partition route
 
 	writers map[string]*partitionWriter
 	pacer   commitPacer
@@ -42,7 +42,7 @@ type queueActor struct {
 }
 
 func newQueueActor(d *deps, h *handle, name string) *queueActor {
-	a := &queueActor{d: d, h: h, name: name, parts: map[string]uuid.UUID{},
+	a := &queueActor{d: d, h: h, name: name, parts: map[string]partRef{},
 		writers: map[string]*partitionWriter{}, pacer: commitPacer{max: d.commitsInFlight},
 		pops: newPopScheduler(d), ready: newReadySets()}
 	a.pops.lot.queue = &h.parked
@@ -133,7 +133,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 	case *queueChanged:
 		a.q = nil
 		if m.deleted {
-			a.parts = map[string]uuid.UUID{}
+			a.parts = map[string]partRef{}
 			a.ready.reset()
 		}
 		// The writers look the partition and the queue up again before
@@ -222,14 +222,18 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 		if a.q != nil && a.q.ID != q.ID {
 			a.q = nil // recreated by another process: reload
 		}
+		now := a.d.clock.Now()
 		for _, w := range m.writers {
+			if ref, ok := a.parts[w.name]; ok && ref.id != w.segPID {
+				a.parts[w.name] = partRef{id: w.segPID, at: now} // created again
+			}
 			a.ready.offer(w.segPID, "")
 			if a.d.announce != nil {
 				a.d.announce(a.name, w.segPID)
 			}
 		}
 		// Each written partition may serve one pop of every group.
-		a.pops.wake(a.d.clock.Now(), len(m.writers)*max(len(a.ready.groups), 1))
+		a.pops.wake(now, len(m.writers)*max(len(a.ready.groups), 1))
 		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
 	for i, w := range m.writers {
@@ -337,8 +341,8 @@ func (a *queueActor) claim(w *waiter, now time.Time) (queengo.ClaimParams, bool)
 	p.QueueIDs = []uuid.UUID{a.q.ID}
 	if r.Partition != "" {
 		p.MaxParts = 1
-		if pid, ok := a.parts[r.Partition]; ok {
-			p.Partition, p.Candidates = pid, []uuid.UUID{pid}
+		if ref, ok := a.parts[r.Partition]; ok {
+			p.Partition, p.Candidates = ref.id, []uuid.UUID{ref.id}
 		}
 		return p, false
 	}
@@ -365,7 +369,7 @@ func (a *queueActor) holds(w *waiter) bool {
 func (a *queueActor) onRound(r *claimRound) {
 	now := a.d.clock.Now()
 	for name, pid := range r.parts {
-		a.parts[name] = pid
+		a.parts[name] = partRef{id: pid, at: now}
 	}
 	for i, w := range r.ws {
 		o := r.outcome(i)
@@ -400,8 +404,33 @@ func (a *queueActor) onRound(r *claimRound) {
 			if p.Min > 0 {
 				w.noHold = true
 			}
+			a.forgetStale(w.req.Partition, now)
 			a.pops.emptyAfter(r, w, now)
 		}
+	}
+}
+
+// partRef is a partition id of the single-partition route and when the
+// actor looked it up.
+type partRef struct {
+	id uuid.UUID
+	at time.Time
+}
+
+// partRecheck is how long a partition id the actor looked up serves a
+// single-partition pop that finds nothing before the next such pop looks it
+// up again: the partition may have been removed (idle, or its queue deleted
+// by another process) and created again under a new id, which this actor
+// learns from its own commits only. One indexed lookup per 10 s of an idle
+// poll, against pops that would find nothing forever.
+const partRecheck = 10 * time.Second
+
+// forgetStale drops the cached id of partition (the single-partition route;
+// "" for the others) when it is older than partRecheck: a pop on it found
+// nothing.
+func (a *queueActor) forgetStale(partition string, now time.Time) {
+	if ref, ok := a.parts[partition]; ok && now.Sub(ref.at) >= partRecheck {
+		delete(a.parts, partition)
 	}
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,4 +317,61 @@ func TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition(t *testing.T) 
 	if len(s.pending) != 1 || s.lot.n != 2 {
 		t.Fatalf("%d pops look again and %d parked, want 1 and 2", len(s.pending), s.lot.n)
 	}
+}
+
+// TestPartitionRoute_IdLookedUpAgainAfterEmptyPops: the single-partition
+// route keeps the partition id it looked up, and a pop that finds nothing
+// with an id older than partRecheck makes the next pop look it up again: a
+// partition removed and created again under a new id (by another process)
+// is found. Younger ids are not looked up again.
+func TestPartitionRoute_IdLookedUpAgainAfterEmptyPops(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	clk := newTestClock()
+	var mu sync.Mutex
+	id := uuid.New()
+	lookups, searched := 0, []uuid.UUID{}
+	f.lookup = func(context.Context, string) (uuid.UUID, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lookups++
+		return id, nil
+	}
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range claims {
+			searched = append(searched, c.Partition)
+		}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = clk })
+	pop := func() {
+		t.Helper()
+		w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Partition: "P", Group: queengo.QueueModeGroup, Batch: 1})
+		if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
+			t.Fatalf("pop %+v %v, want empty", r.res, r.err)
+		}
+	}
+	want := func(wantLookups int, wantID uuid.UUID) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if lookups != wantLookups || searched[len(searched)-1] != wantID {
+			t.Fatalf("%d lookups, last claim on %v; want %d, on %v", lookups, searched[len(searched)-1], wantLookups, wantID)
+		}
+	}
+	first := id
+	pop()
+	want(1, first)
+	mu.Lock()
+	id = uuid.New() // removed and created again elsewhere
+	mu.Unlock()
+	pop()
+	want(1, first) // younger than partRecheck: kept
+	clk.Advance(partRecheck)
+	pop() // still the old id, which found nothing: forgotten
+	want(1, first)
+	pop()
+	want(2, id)
 }

@@ -134,6 +134,26 @@ func TestPop_PartitionsIgnoredOnSinglePartitionRoute(t *testing.T) {
 	}
 }
 
+// TestPop_PartitionRouteFindsAPartitionCreatedAgain: a partition removed
+// (as idle cleanup removes one) and created again by a push under a new id
+// is served by the single-partition route of the same broker at once.
+func TestPop_PartitionRouteFindsAPartitionCreatedAgain(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "again")
+	first := s.PushN(t, q, "p", 1)
+	s.PopOK(t, apitest.PopPartition(q, "p", "autoAck", "true"))
+	if err := apitest.DB.Exec(`DELETE FROM queen.partitions WHERE id = $1`, first[0].PartitionID); err != nil {
+		t.Fatal(err)
+	}
+	again := s.PushN(t, q, "p", 1)
+	if again[0].PartitionID == first[0].PartitionID {
+		t.Fatalf("the push went to the removed partition %s", first[0].PartitionID)
+	}
+	p := s.PopOK(t, apitest.PopPartition(q, "p", "autoAck", "true"))
+	apitest.WantTxIDs(t, "pop after the partition was created again", p, again.TxIDs())
+}
+
 // TestPop_MultiPartitionClaimsShareOneLeaseID: every partition a pop claims is
 // leased under the one lease id the pop minted: per message and top level
 // alike, and in queen.cursors.
