@@ -160,8 +160,10 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
 		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks}
 	if cfg.Notifier != nil {
-		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout,
-			func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") })
+		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
+			offer:  func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") },
+			change: func(queue string, deleted bool) { b.hintQueue(queue, &queueChanged{deleted: deleted}) },
+		})
 		d.announce = b.cross.committed
 	}
 	if tune != nil {

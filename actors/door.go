@@ -41,10 +41,14 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, er
 	return existed, nil
 }
 
-// queueChanged tells the queue's actor that its row was created, replaced or
-// deleted by this process, so it reloads its settings.
+// queueChanged tells the queue's actor, here and in the other broker
+// processes on the database, that its row was created, replaced or deleted
+// by this process, so they read it again.
 func (b *Broker) queueChanged(name string, deleted bool) {
 	b.system.Root.Send(b.queuePID(name), &queueChanged{deleted: deleted})
+	if b.cross != nil {
+		b.cross.changed(name, deleted)
+	}
 }
 
 // ExtendLease extends every live span of the lease to at least now+seconds;

@@ -56,6 +56,8 @@ func (f *fakeStore) EnsureQueue(ctx context.Context, _ string) (queengo.Queue, e
 			return queengo.Queue{}, err
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return f.queue, nil
 }
 

@@ -66,8 +66,8 @@ type partitionFreed struct {
 	group     string
 }
 
-// queueChanged: the queue's row was created, replaced or deleted by this
-// process (configure, delete); reload it.
+// queueChanged: the queue's row was created, replaced or deleted (configure,
+// delete), by this process or, announced over NOTIFY, another; reload it.
 type queueChanged struct{ deleted bool }
 
 // ---------------------------------------------------------------- Broker -> registry

@@ -24,6 +24,7 @@ type queueActor struct {
 	name string
 
 	q       *queengo.Queue // nil until loaded, and after queueChanged
+	loaded  partRef        // q's id and when it was read; kept while q is reloaded
 	loading bool
 	parts   map[string]partRef // partition ids of the single-partition route
 
@@ -129,6 +130,13 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		} else {
 			q := m.q
 			a.q = &q
+			if a.loaded.id != uuid.Nil && a.loaded.id != q.ID {
+				// Deleted and created again, maybe by another process:
+				// nothing looked up under the old id holds.
+				a.parts = map[string]partRef{}
+				a.ready.reset()
+			}
+			a.loaded = partRef{id: q.ID, at: a.d.clock.Now()}
 		}
 	case *queueChanged:
 		a.q = nil
@@ -417,20 +425,25 @@ type partRef struct {
 	at time.Time
 }
 
-// partRecheck is how long a partition id the actor looked up serves a
-// single-partition pop that finds nothing before the next such pop looks it
-// up again: the partition may have been removed (idle, or its queue deleted
-// by another process) and created again under a new id, which this actor
-// learns from its own commits only. One indexed lookup per 10 s of an idle
-// poll, against pops that would find nothing forever.
-const partRecheck = 10 * time.Second
+// lookupRecheck is how long the queue's row and a partition id the actor
+// looked up serve pops that find nothing before the next such pop looks
+// them up again: the partition may have been removed (idle, or its queue
+// deleted) and created again under a new id. The actor learns of that from
+// its own commits and from the other processes' announcements
+// (crossProcess), which a process that started a moment ago may not have
+// sent. One indexed lookup per 10 s of an idle poll, against pops that
+// would find nothing forever.
+const lookupRecheck = 10 * time.Second
 
-// forgetStale drops the cached id of partition (the single-partition route;
-// "" for the others) when it is older than partRecheck: a pop on it found
-// nothing.
+// forgetStale drops the queue's row and the cached id of partition (the
+// single-partition route; "" for the others) when they are older than
+// lookupRecheck: a pop found nothing.
 func (a *queueActor) forgetStale(partition string, now time.Time) {
-	if ref, ok := a.parts[partition]; ok && now.Sub(ref.at) >= partRecheck {
+	if ref, ok := a.parts[partition]; ok && now.Sub(ref.at) >= lookupRecheck {
 		delete(a.parts, partition)
+	}
+	if a.q != nil && now.Sub(a.loaded.at) >= lookupRecheck {
+		a.q = nil
 	}
 }
 

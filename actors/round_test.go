@@ -321,7 +321,7 @@ func TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition(t *testing.T) 
 
 // TestPartitionRoute_IdLookedUpAgainAfterEmptyPops: the single-partition
 // route keeps the partition id it looked up, and a pop that finds nothing
-// with an id older than partRecheck makes the next pop look it up again: a
+// with an id older than lookupRecheck makes the next pop look it up again: a
 // partition removed and created again under a new id (by another process)
 // is found. Younger ids are not looked up again.
 func TestPartitionRoute_IdLookedUpAgainAfterEmptyPops(t *testing.T) {
@@ -368,10 +368,62 @@ func TestPartitionRoute_IdLookedUpAgainAfterEmptyPops(t *testing.T) {
 	id = uuid.New() // removed and created again elsewhere
 	mu.Unlock()
 	pop()
-	want(1, first) // younger than partRecheck: kept
-	clk.Advance(partRecheck)
+	want(1, first) // younger than lookupRecheck: kept
+	clk.Advance(lookupRecheck)
 	pop() // still the old id, which found nothing: forgotten
 	want(1, first)
 	pop()
 	want(2, id)
+}
+
+// TestQueue_RowReadAgainAfterEmptyPops: a queue actor keeps the queue row it
+// read, and a wildcard pop that finds nothing with a row older than
+// lookupRecheck makes the next pop read it again: a queue deleted and
+// created again under a new id by another process whose announcement never
+// came is found. Younger rows are kept.
+func TestQueue_RowReadAgainAfterEmptyPops(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	clk := newTestClock()
+	var mu sync.Mutex
+	searched := []uuid.UUID{}
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range claims {
+			searched = append(searched, c.QueueIDs...)
+		}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = clk })
+	pop := func() {
+		t.Helper()
+		w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1})
+		if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
+			t.Fatalf("pop %+v %v, want empty", r.res, r.err)
+		}
+	}
+	want := func(id uuid.UUID) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if last := searched[len(searched)-1]; last != id {
+			t.Fatalf("last claim searched queue %v, want %v", last, id)
+		}
+	}
+	first := f.queue.ID
+	pop()
+	want(first)
+	f.mu.Lock()
+	f.queue.ID = uuid.New() // deleted and created again elsewhere
+	again := f.queue.ID
+	f.mu.Unlock()
+	clk.Advance(time.Second)
+	pop()
+	want(first) // younger than lookupRecheck: kept
+	clk.Advance(lookupRecheck)
+	pop() // still the old row, which found nothing: forgotten
+	want(first)
+	pop()
+	want(again)
 }

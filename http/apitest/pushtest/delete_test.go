@@ -2,8 +2,10 @@ package pushtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/queengo/queengo/http/apitest"
 )
@@ -193,5 +195,64 @@ func TestSchema_SQLDeleteCascades(t *testing.T) {
 	}
 	if msgs := popAll(t, s, qa, 10); len(msgs) != 2 {
 		t.Fatalf("pop after recreate: %+v", msgs)
+	}
+}
+
+// Q-10 with two broker processes on one database: a queue deleted through
+// one process and created again by a push there is served by the other at
+// once, on the queue route and the single-partition route, though the
+// other's queue actor had read the old queue and its partition: the process
+// that deleted it announces the change (NOTIFY), and the other reads the row
+// again. (Its own database: the listener count below is per database.)
+func TestQ10_DeletedAndCreatedAgainByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	// What the announcement allows; a lost one is made good after about 10 s
+	// (an empty pop reads the row again), which this bound tells apart.
+	const within = 5 * time.Second
+	db := apitest.CreateDB(t, "del2proc")
+	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
+	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
+	// Announcements go out once the announcer has counted another listener.
+	if err := apitest.Eventually(10*time.Second, 100*time.Millisecond, func() error {
+		if n := apitest.QueryInt(t, db, `SELECT count(*) FROM pg_stat_activity
+  WHERE datname = current_database() AND application_name = 'queengo-listener'`); n < 2 {
+			return fmt.Errorf("%d listeners", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the two brokers never both listened: %v", err)
+	}
+	q := apitest.Unique(t, "del-2proc")
+	a.PushN(t, q, "p", 2)
+	a.PopOK(t, apitest.PopQueue(q, "batch", "1", "autoAck", "true"))
+	a.PopOK(t, apitest.PopPartition(q, "p", "batch", "1", "autoAck", "true"))
+	queueID := func() (id string) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT id::text FROM queen.queues WHERE name = $1`, []any{q}, &id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	old := queueID()
+
+	if r := b.Delete(t, "/api/v1/resources/queues/"+q); r.Status != 200 {
+		t.Fatalf("delete through the other process: %d %s", r.Status, r.Body)
+	}
+	for _, path := range []string{
+		apitest.PopQueue(q, "batch", "10", "autoAck", "true"),
+		apitest.PopPartition(q, "p", "batch", "10", "autoAck", "true"),
+	} {
+		txs := b.PushN(t, q, "p", 1).TxIDs()
+		pushed := time.Now()
+		p := a.PopUntil(t, path, 15*time.Second, 50*time.Millisecond)
+		took := time.Since(pushed)
+		apitest.WantTxIDs(t, path, p, txs)
+		t.Logf("%s: delivered %v after the other process pushed", path, took)
+		if took > within {
+			t.Fatalf("%s: delivered %v after the other process pushed, want within %v (announcement lost?)", path, took, within)
+		}
+	}
+	if queueID() == old {
+		t.Fatal("the queue kept its id: it was not deleted and created again")
 	}
 }
