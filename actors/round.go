@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -47,7 +48,20 @@ type claimRound struct {
 	errs   []error               // per pop, when its partition lookup failed
 	parts  map[string]uuid.UUID  // partition ids the round looked up
 	loaded []uuid.UUID           // the scope's queues, when the round loaded them
+
+	// state says who answers the pops: the actor the round goes back to,
+	// or, when that actor failed while the round ran, the round's own
+	// goroutine (roundRunning, roundBack, roundOrphaned).
+	state atomic.Int32
+	// failed is the actor's failure, set before it orphans the round.
+	failed error
 }
+
+const (
+	roundRunning  int32 = iota
+	roundBack           // sent back to its actor, results filled in
+	roundOrphaned       // its actor failed first: the goroutine answers
+)
 
 // outcome is what a round gave one pop.
 type outcome uint8
@@ -74,7 +88,8 @@ func claimOf(w *waiter) queengo.ClaimParams {
 // start runs the round on a goroutine of its own, bounded by the request
 // timeout (not a long poll's wait, which is parked in the actor between
 // rounds), answers the acks it carried, and sends it back to the actor when
-// it is done.
+// it is done, or answers its pops itself when the actor failed meanwhile
+// (orphan).
 func (r *claimRound) start(ctx actor.Context, d *deps) {
 	claimRoundPops.Update(float64(len(r.ws)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -85,8 +100,48 @@ func (r *claimRound) start(ctx actor.Context, d *deps) {
 		if len(r.acks) > 0 {
 			d.acks.settle(c, r.acks, res, nil, err)
 		}
-		root.Send(self, r)
+		if r.state.CompareAndSwap(roundRunning, roundBack) {
+			root.Send(self, r)
+			return
+		}
+		r.answerOrphaned(d)
 	}()
+}
+
+// orphan is called by an actor that fails with err while the round is in
+// flight: the round's pops that claimed messages must get them, not the
+// error, for an autoAck claim has committed them and a lease hides them
+// until it expires. The round's goroutine answers them when the round is
+// still running; a round already sent back, whose message the actor will
+// never handle, is answered here.
+func (r *claimRound) orphan(d *deps, err error) {
+	r.failed = err
+	if !r.state.CompareAndSwap(roundRunning, roundOrphaned) {
+		r.answerOrphaned(d)
+	}
+}
+
+// answerOrphaned answers every pop of a round whose actor failed: its
+// messages, or its own failure, or else the actor's (no actor is left to
+// park or hold it; it claimed nothing). It writes nothing to the waiters, which the failed
+// actor's replacement may still touch (cancelPop): each reply channel has
+// room for the one answer, which a pop that failAll skipped never got.
+func (r *claimRound) answerOrphaned(d *deps) {
+	now := d.clock.Now()
+	for i, w := range r.ws {
+		reply := popReply{err: r.failed}
+		switch r.outcome(i) {
+		case outcomeFailed:
+			reply.err = r.failure(i)
+		case outcomeDelivered:
+			d.leases.bookDelivered(w, &r.res[i], now)
+			reply = popReply{res: r.delivered(i)}
+		}
+		select {
+		case w.reply <- reply:
+		default:
+		}
+	}
 }
 
 // run executes the round: it loads the scope's queues when asked, looks up

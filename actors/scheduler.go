@@ -186,13 +186,12 @@ func (s *popScheduler) releaseAll() {
 	s.stop()
 }
 
-// failAll answers every pop the scheduler holds, those in rounds in flight
-// included, with err: the actor failed.
+// failAll answers every pop the scheduler holds with err: the actor failed.
+// The pops of rounds in flight that claim messages get them instead
+// (claimRound.orphan).
 func (s *popScheduler) failAll(err error) {
 	for _, r := range s.rounds {
-		for _, w := range r.ws {
-			answer(w, popReply{err: err})
-		}
+		r.orphan(s.d, err)
 	}
 	for _, w := range s.lot.drain(s.pending) {
 		answer(w, popReply{err: err})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
@@ -229,6 +230,44 @@ func TestLongPoll_DeadlineOnTheActorsClock(t *testing.T) {
 	s.clock.Advance(time.Minute)
 	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
 		t.Fatalf("at its deadline: %+v %v, want empty", r.res, r.err)
+	}
+}
+
+// TestSupervision_PopWhoseRoundWasInFlightGetsWhatItClaimed: a pop whose
+// claim round is in flight when its actor fails gets the messages the round
+// claimed once it comes back, not the actor's error: an autoAck claim has
+// committed them, so an error would lose them. The other pops the actor
+// held get the error at once.
+func TestSupervision_PopWhoseRoundWasInFlightGetsWhatItClaimed(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	inClaim, release := make(chan struct{}, 1), make(chan struct{})
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		select {
+		case inClaim <- struct{}{}:
+			<-release
+		default: // the replacement's claims
+		}
+		return deliverOwn(claims), nil
+	}
+	s := setupSupervision(t, f)
+	claiming := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, AutoAck: true})
+	<-inClaim
+	parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
+	waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+	if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
+		t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+	}
+	select {
+	case r := <-claiming.reply:
+		t.Fatalf("the pop in the round answered %+v %v before its round came back", r.res, r.err)
+	default:
+	}
+	close(release)
+	r := await(t, claiming, 5*time.Second)
+	if r.err != nil || len(r.res.Messages) != 1 || r.res.Messages[0].TransactionID != uuid.Nil.String() {
+		t.Fatalf("the pop in the round answered %+v %v, want the message it claimed", r.res, r.err)
 	}
 }
 
