@@ -12,9 +12,11 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // AdminURLDefault is used when neither QUEENGO_TEST_DATABASE_URL nor
@@ -36,6 +38,9 @@ type Database struct {
 	URL   string
 	Name  string
 	admin string
+
+	mu   sync.Mutex
+	pool *pgxpool.Pool // QueryRow's connections, made at its first call
 }
 
 // Create makes an empty database named after prefix plus a random suffix.
@@ -57,6 +62,12 @@ func Create(prefix string) (*Database, error) {
 
 // Drop removes the database, closing any connection still open on it.
 func (d *Database) Drop() error {
+	d.mu.Lock()
+	if d.pool != nil {
+		d.pool.Close()
+		d.pool = nil
+	}
+	d.mu.Unlock()
 	return exec(d.admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
 }
 
@@ -67,12 +78,37 @@ func (d *Database) Exec(sql string, args ...any) error { return exec(d.URL, sql,
 func (d *Database) QueryRow(sql string, args []any, dest ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, d.URL)
+	p, err := d.queries(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
-	return c.QueryRow(ctx, sql, args...).Scan(dest...)
+	return p.QueryRow(ctx, sql, args...).Scan(dest...)
+}
+
+// queries returns the pool QueryRow runs on, made at first use: a fresh
+// connection per query took over a second under the packages' parallel
+// tests, longer than some windows the tests measure. Queries are short, so
+// a few connections serve every test of a package; Exec keeps a connection
+// of its own per call, for statements that hold locks while others query.
+// Each query is described anew, as on a fresh connection: no statement
+// cache outlives a change of the tables it reads.
+func (d *Database) queries(ctx context.Context) (*pgxpool.Pool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pool != nil {
+		return d.pool, nil
+	}
+	cfg, err := pgxpool.ParseConfig(d.URL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 4
+	cfg.MaxConnIdleTime = 10 * time.Second
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return d.pool, nil
 }
 
 func exec(dsn, sql string, args ...any) error {
