@@ -161,7 +161,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
-			offer:  func(queue string, partition uuid.UUID) { b.offer(queue, partition, "") },
+			offer:  b.offer,
 			change: func(queue string, deleted bool) { b.hintQueue(queue, &queueChanged{deleted: deleted}) },
 		})
 		d.announce = b.cross.committed
@@ -431,7 +431,9 @@ func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ac
 			if items[i].LeaseID != uuid.Nil {
 				b.leases.released(items[i].LeaseID, items[i].PartitionID)
 			}
-			if !handed { // the queue actor offered it when the ack came
+			if handed { // the queue actor offered it here when the ack came
+				b.announce(r.Queue, items[i].PartitionID, items[i].Group)
+			} else {
 				b.freed(r.Queue, items[i].PartitionID, items[i].Group)
 			}
 		}
@@ -490,16 +492,15 @@ func (b *Broker) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.D
 	return d, f, err
 }
 
-// freed tells a queue's actor that a partition may be claimable: for one
-// group (a lease ended) or, with group empty, for all (something was written
-// outside the partition writers).
+// freed tells a queue's actor, here and in the other broker processes, that
+// a partition may be claimable: for one group (a lease ended) or, with
+// group empty, for all (something was written outside the partition
+// writers).
 func (b *Broker) freed(queue string, partition uuid.UUID, group string) {
 	if queue == "" {
 		return
 	}
-	if group == "" {
-		b.announce(queue, partition)
-	}
+	b.announce(queue, partition, group)
 	b.offer(queue, partition, group)
 }
 
@@ -517,10 +518,11 @@ func (b *Broker) hintQueue(queue string, m any) {
 	}
 }
 
-// announce tells other broker processes about a commit here.
-func (b *Broker) announce(queue string, partition uuid.UUID) {
-	if b.cross != nil {
-		b.cross.committed(queue, partition)
+// announce tells the other broker processes that a partition may be
+// claimable for group (for every group when empty).
+func (b *Broker) announce(queue string, partition uuid.UUID, group string) {
+	if b.cross != nil && queue != "" {
+		b.cross.freed(queue, partition, group)
 	}
 }
 

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"strings"
 	"sync"
@@ -30,12 +31,20 @@ type Notifier interface {
 }
 
 // crossProcess carries news between broker processes on one database over
-// LISTEN/NOTIFY: commits made here (D12), whose announcements mark
-// partitions ready and wake parked pops in the others, and queue rows
-// created, reconfigured or deleted here, which make the others' queue
-// actors read the row again (a queue deleted and created again has a new
-// id). A payload is "instance|partition id|queue" for a commit and
-// "instance|changed|queue" or "instance|deleted|queue" for a row.
+// LISTEN/NOTIFY: commits made here and leases ended here (D12), whose
+// announcements mark partitions ready and wake parked pops in the others,
+// and queue rows created, reconfigured or deleted here, which make the
+// others' queue actors read the row again (a queue deleted and created
+// again has a new id). A payload is "instance|partition id|queue" for a
+// commit, "instance|partition id/group|queue" for a partition one group may
+// claim again (the group in unpadded base64url, which holds no separator),
+// "instance|changed|queue" or "instance|deleted|queue" for a row, and
+// "instance|hello|" from a process whose LISTEN is now in place.
+//
+// A process announces only while another listens (peers): it counts the
+// listeners every 5 s and when its own LISTEN is in place, and a process it
+// hears from is one, so the processes that ran before a new one learn of it
+// from its hello rather than at their next count.
 type crossProcess struct {
 	n        Notifier
 	log      *slog.Logger
@@ -49,12 +58,15 @@ type crossProcess struct {
 	queued  map[string]struct{} // pending, as a set
 	kick    chan struct{}
 	peers   bool
+	heardN  uint64 // payloads heard from other processes
 }
 
 // heard is what the other processes' announcements are handed to.
 type heard struct {
-	offer  func(queue string, partition uuid.UUID) // a commit to the partition
-	change func(queue string, deleted bool)        // the queue's row changed
+	// offer: the partition may be claimable again for group, for every
+	// group when empty (a commit).
+	offer  func(queue string, partition uuid.UUID, group string)
+	change func(queue string, deleted bool) // the queue's row changed
 }
 
 // newCrossProcess announces through n and hands what it hears to hear.
@@ -64,7 +76,7 @@ func newCrossProcess(n Notifier, log *slog.Logger, timeout time.Duration, hear h
 }
 
 func (c *crossProcess) run(ctx context.Context) {
-	go c.n.Listen(ctx, func() { signal(c.recount) }, c.receive)
+	go c.n.Listen(ctx, c.listening, c.receive)
 	go c.watchPeers(ctx)
 	t := time.NewTicker(notifyEvery)
 	defer t.Stop()
@@ -97,12 +109,16 @@ func (c *crossProcess) run(ctx context.Context) {
 
 func (c *crossProcess) watchPeers(ctx context.Context) {
 	for {
+		c.mu.Lock()
+		heard := c.heardN
+		c.mu.Unlock()
 		cctx, cancel := context.WithTimeout(ctx, c.timeout)
 		n, err := c.n.Listeners(cctx)
 		cancel()
 		c.mu.Lock()
-		// Our own listener is one of them.
-		c.peers = err != nil || n > 1
+		// Our own listener is one of them; a process heard from while
+		// counting listens, though the count may predate it.
+		c.peers = err != nil || n > 1 || c.heardN != heard
 		c.mu.Unlock()
 		// A count made before our own LISTEN was in place saw one
 		// listener too few: count again as soon as it is.
@@ -116,8 +132,16 @@ func (c *crossProcess) watchPeers(ctx context.Context) {
 }
 
 // committed announces a commit to (queue, partition).
-func (c *crossProcess) committed(queue string, partition uuid.UUID) {
-	c.announce(partition.String(), queue)
+func (c *crossProcess) committed(queue string, partition uuid.UUID) { c.freed(queue, partition, "") }
+
+// freed announces that the partition may be claimable again for group (a
+// lease ended), or for every group when group is empty (a commit).
+func (c *crossProcess) freed(queue string, partition uuid.UUID, group string) {
+	what := partition.String()
+	if group != "" {
+		what += "/" + base64.RawURLEncoding.EncodeToString([]byte(group))
+	}
+	c.announce(what, queue)
 }
 
 // changed announces that this process created, reconfigured or deleted the
@@ -139,13 +163,28 @@ func (c *crossProcess) announce(what, queue string) {
 		c.mu.Unlock()
 		return
 	}
+	c.queue(what, queue)
+	c.mu.Unlock()
+	signal(c.kick)
+}
+
+// listening is called each time our LISTEN is in place: count the
+// listeners, and say hello to whoever listens already.
+func (c *crossProcess) listening() {
+	signal(c.recount)
+	c.mu.Lock()
+	c.queue("hello", "")
+	c.mu.Unlock()
+	signal(c.kick)
+}
+
+// queue adds a payload to pending unless it is there. c.mu is held.
+func (c *crossProcess) queue(what, queue string) {
 	p := c.instance + "|" + what + "|" + queue
 	if _, ok := c.queued[p]; !ok {
 		c.queued[p] = struct{}{}
 		c.pending = append(c.pending, p)
 	}
-	c.mu.Unlock()
-	signal(c.kick)
 }
 
 func (c *crossProcess) receive(payload string) {
@@ -153,20 +192,33 @@ func (c *crossProcess) receive(payload string) {
 	if !ok || inst == c.instance {
 		return
 	}
+	c.mu.Lock()
+	c.peers = true
+	c.heardN++
+	c.mu.Unlock()
 	what, queue, ok := strings.Cut(rest, "|")
 	if !ok {
 		return
 	}
 	switch what {
+	case "hello":
+		return
 	case "changed", "deleted":
 		c.hear.change(queue, what == "deleted")
 		return
 	}
-	id, err := uuid.Parse(what)
+	pid, g64, forGroup := strings.Cut(what, "/")
+	id, err := uuid.Parse(pid)
 	if err != nil {
 		return
 	}
-	c.hear.offer(queue, id)
+	var group []byte
+	if forGroup {
+		if group, err = base64.RawURLEncoding.DecodeString(g64); err != nil || len(group) == 0 {
+			return
+		}
+	}
+	c.hear.offer(queue, id, string(group))
 }
 
 // signal wakes whoever waits on ch (capacity 1) without blocking: one

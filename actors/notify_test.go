@@ -32,13 +32,14 @@ func TestCrossProcess_AnnouncementsInOrderOnce(t *testing.T) {
 	}
 }
 
-// TestCrossProcess_HearsCommitsAndRowChanges: the other processes' commits
-// reach offer and their queue row changes reach change; the process's own
-// announcements and malformed payloads reach neither.
-func TestCrossProcess_HearsCommitsAndRowChanges(t *testing.T) {
+// TestCrossProcess_HearsCommitsLeaseEndsAndRowChanges: the other processes'
+// commits (every group) and ended leases (one group) reach offer, their
+// queue row changes reach change; the process's own announcements and
+// malformed payloads reach neither.
+func TestCrossProcess_HearsCommitsLeaseEndsAndRowChanges(t *testing.T) {
 	type offered struct {
-		queue string
-		p     uuid.UUID
+		queue, group string
+		p            uuid.UUID
 	}
 	type changed struct {
 		queue   string
@@ -47,12 +48,19 @@ func TestCrossProcess_HearsCommitsAndRowChanges(t *testing.T) {
 	var offers []offered
 	var changes []changed
 	c := newCrossProcess(nil, slog.Default(), 0, heard{
-		offer:  func(q string, p uuid.UUID) { offers = append(offers, offered{q, p}) },
+		offer:  func(q string, p uuid.UUID, g string) { offers = append(offers, offered{q, g, p}) },
 		change: func(q string, deleted bool) { changes = append(changes, changed{q, deleted}) },
 	})
 	p := uuid.New()
+	// What another process announces, as it announces it.
+	other := newCrossProcess(nil, slog.Default(), 0, heard{})
+	other.peers = true
+	other.freed("q", p, "g|/é")
 	for _, payload := range []string{
 		"other|" + p.String() + "|a|b", // a queue name may hold the separator
+		other.pending[0],
+		"other|" + p.String() + "/|q",
+		"other|" + p.String() + "/not*base64|q",
 		"other|deleted|q",
 		"other|changed|q",
 		c.instance + "|deleted|q",
@@ -63,10 +71,32 @@ func TestCrossProcess_HearsCommitsAndRowChanges(t *testing.T) {
 	} {
 		c.receive(payload)
 	}
-	if want := []offered{{"a|b", p}}; !reflect.DeepEqual(offers, want) {
+	if want := []offered{{"a|b", "", p}, {"q", "g|/é", p}}; !reflect.DeepEqual(offers, want) {
 		t.Fatalf("offered %v, want %v", offers, want)
 	}
 	if want := []changed{{"q", true}, {"q", false}}; !reflect.DeepEqual(changes, want) {
 		t.Fatalf("changes %v, want %v", changes, want)
+	}
+}
+
+// TestCrossProcess_HelloMakesAPeer: a process says hello when its LISTEN is
+// in place, whether or not it counted anyone yet, and a process that hears
+// from another announces to it from then on, before its next count.
+func TestCrossProcess_HelloMakesAPeer(t *testing.T) {
+	old := newCrossProcess(nil, slog.Default(), 0, heard{})
+	fresh := newCrossProcess(nil, slog.Default(), 0, heard{})
+	fresh.listening()
+	if want := []string{fresh.instance + "|hello|"}; !reflect.DeepEqual(fresh.pending, want) {
+		t.Fatalf("pending %q after the LISTEN, want %q", fresh.pending, want)
+	}
+	p := uuid.New()
+	old.committed("q", p)
+	if len(old.pending) != 0 {
+		t.Fatalf("announced %q before hearing of anyone", old.pending)
+	}
+	old.receive(fresh.pending[0])
+	old.committed("q", p)
+	if want := []string{old.instance + "|" + p.String() + "|q"}; !reflect.DeepEqual(old.pending, want) {
+		t.Fatalf("pending %q after the hello, want %q", old.pending, want)
 	}
 }

@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -121,4 +122,21 @@ func ReadCursor(t testing.TB, partitionID, group string) Cursor {
 		t.Fatalf("reading cursor (%s, %s): %v", partitionID, group, err)
 	}
 	return c
+}
+
+// WaitListeners waits until n broker processes listen for the others'
+// announcements on db (D12): a broker announces only once it has counted
+// another listener there.
+func WaitListeners(t testing.TB, db *pgtest.Database, n int) {
+	t.Helper()
+	err := Eventually(10*time.Second, 50*time.Millisecond, func() error {
+		if got := QueryInt(t, db, `SELECT count(*) FROM pg_stat_activity
+  WHERE datname = current_database() AND application_name = 'queengo-listener'`); got < int64(n) {
+			return fmt.Errorf("%d listeners", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %d brokers listening: %v", n, err)
+	}
 }

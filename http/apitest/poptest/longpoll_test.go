@@ -113,6 +113,40 @@ func TestD12_AnAckThatEndsALeaseWakesParkedPop(t *testing.T) {
 	}
 }
 
+// TestD12_AnAckInAnotherProcessWakesParkedPop: D12 with two broker
+// processes on one database: an ack through one that ends a lease wakes a
+// pop of the group parked in the other at once (the ack is announced over
+// NOTIFY), not at the parked pop's next re-check, which the parked pop's
+// broker here makes 8 s apart.
+func TestD12_AnAckInAnotherProcessWakesParkedPop(t *testing.T) {
+	t.Parallel()
+	db := apitest.CreateDB(t, "ackwake2")
+	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
+	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100",
+		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
+	apitest.WaitListeners(t, db, 2)
+	q := apitest.Unique(t, "ack-wakes-2proc")
+	txs := a.PushN(t, q, "p", 2).TxIDs()
+	p := a.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "1"))
+	apitest.WantTxIDs(t, "pop", p, txs[:1])
+	ch := async(context.Background(), b, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "20000"))
+	b.WaitParked(t, q, 1)
+	if r := a.AckOK(t, p.Messages[0], "completed", "g"); !r.LeaseReleased {
+		t.Fatalf("the ack did not release the lease: %+v", r)
+	}
+	acked := time.Now()
+	o := await(t, ch, 15*time.Second)
+	if o.r.Status != 200 {
+		t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+	}
+	apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs[1:])
+	d := o.at.Sub(acked)
+	t.Logf("the pop parked in the other process answered %v after the ack", d)
+	if d > 4*time.Second {
+		t.Fatalf("the pop parked in the other process answered %v after the ack that ended the lease, want within 4s", d)
+	}
+}
+
 // parkThenPush parks path, checks it is still parked after a while, runs
 // push, and returns the pop's outcome and the time the push answered.
 func parkThenPush(t *testing.T, s *apitest.Server, path string, push func()) (outcome, time.Time) {

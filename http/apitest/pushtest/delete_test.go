@@ -2,7 +2,6 @@ package pushtest
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -212,16 +211,7 @@ func TestQ10_DeletedAndCreatedAgainByAnotherProcess(t *testing.T) {
 	db := apitest.CreateDB(t, "del2proc")
 	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
 	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
-	// Announcements go out once the announcer has counted another listener.
-	if err := apitest.Eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if n := apitest.QueryInt(t, db, `SELECT count(*) FROM pg_stat_activity
-  WHERE datname = current_database() AND application_name = 'queengo-listener'`); n < 2 {
-			return fmt.Errorf("%d listeners", n)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("the two brokers never both listened: %v", err)
-	}
+	apitest.WaitListeners(t, db, 2)
 	q := apitest.Unique(t, "del-2proc")
 	a.PushN(t, q, "p", 2)
 	a.PopOK(t, apitest.PopQueue(q, "batch", "1", "autoAck", "true"))
