@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,7 +58,7 @@ type crossProcess struct {
 	pending []string            // in the order they were announced
 	queued  map[string]struct{} // pending, as a set
 	kick    chan struct{}
-	peers   bool
+	peers   atomic.Bool // read without mu: a process alone builds no payload
 	heardN  uint64 // payloads heard from other processes
 }
 
@@ -118,7 +119,7 @@ func (c *crossProcess) watchPeers(ctx context.Context) {
 		c.mu.Lock()
 		// Our own listener is one of them; a process heard from while
 		// counting listens, though the count may predate it.
-		c.peers = err != nil || n > 1 || c.heardN != heard
+		c.peers.Store(err != nil || n > 1 || c.heardN != heard)
 		c.mu.Unlock()
 		// A count made before our own LISTEN was in place saw one
 		// listener too few: count again as soon as it is.
@@ -137,6 +138,9 @@ func (c *crossProcess) committed(queue string, partition uuid.UUID) { c.freed(qu
 // freed announces that the partition may be claimable again for group (a
 // lease ended), or for every group when group is empty (a commit).
 func (c *crossProcess) freed(queue string, partition uuid.UUID, group string) {
+	if !c.peers.Load() {
+		return
+	}
 	what := partition.String()
 	if group != "" {
 		what += "/" + base64.RawURLEncoding.EncodeToString([]byte(group))
@@ -158,11 +162,10 @@ func (c *crossProcess) changed(queue string, deleted bool) {
 // announced before then, in the order of first announcement (a queue's
 // deletion reaches the others before the commits that created it again).
 func (c *crossProcess) announce(what, queue string) {
-	c.mu.Lock()
-	if !c.peers {
-		c.mu.Unlock()
+	if !c.peers.Load() {
 		return
 	}
+	c.mu.Lock()
 	c.queue(what, queue)
 	c.mu.Unlock()
 	signal(c.kick)
@@ -193,7 +196,7 @@ func (c *crossProcess) receive(payload string) {
 		return
 	}
 	c.mu.Lock()
-	c.peers = true
+	c.peers.Store(true)
 	c.heardN++
 	c.mu.Unlock()
 	what, queue, ok := strings.Cut(rest, "|")

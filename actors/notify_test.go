@@ -19,7 +19,7 @@ func TestCrossProcess_AnnouncementsInOrderOnce(t *testing.T) {
 	if len(c.pending) != 0 {
 		t.Fatalf("announced %v with no other process listening", c.pending)
 	}
-	c.peers = true
+	c.peers.Store(true)
 	c.changed("q", true)
 	c.committed("q", p)
 	c.changed("q", true)
@@ -54,7 +54,7 @@ func TestCrossProcess_HearsCommitsLeaseEndsAndRowChanges(t *testing.T) {
 	p := uuid.New()
 	// What another process announces, as it announces it.
 	other := newCrossProcess(nil, slog.Default(), 0, heard{})
-	other.peers = true
+	other.peers.Store(true)
 	other.freed("q", p, "g|/é")
 	for _, payload := range []string{
 		"other|" + p.String() + "|a|b", // a queue name may hold the separator
