@@ -59,7 +59,7 @@ type crossProcess struct {
 	queued  map[string]struct{} // pending, as a set
 	kick    chan struct{}
 	peers   atomic.Bool // read without mu: a process alone builds no payload
-	heardN  uint64 // payloads heard from other processes
+	heardN  uint64      // payloads heard from other processes
 }
 
 // heard is what the other processes' announcements are handed to.
