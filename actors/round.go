@@ -123,9 +123,10 @@ func (r *claimRound) orphan(d *deps, err error) {
 
 // answerOrphaned answers every pop of a round whose actor failed: its
 // messages, or its own failure, or else the actor's (no actor is left to
-// park or hold it; it claimed nothing). It writes nothing to the waiters, which the failed
-// actor's replacement may still touch (cancelPop): each reply channel has
-// room for the one answer, which a pop that failAll skipped never got.
+// park or hold it; it claimed nothing). It writes nothing to the waiters,
+// which the failed actor's replacement may still touch (cancelPop): each
+// reply channel has room for the one answer, which a pop that failAll
+// skipped never got.
 func (r *claimRound) answerOrphaned(d *deps) {
 	now := d.clock.Now()
 	for i, w := range r.ws {
