@@ -15,7 +15,8 @@ server() { # T DB -> sets URL, SP
   psql -h 127.0.0.1 -U postgres -qc "drop database if exists $DB" -c "create database $DB" \
     -c "alter database $DB set track_functions='pl'" >/dev/null 2>&1
   if [ $T = ref ]; then
-    $REF 6633 $DB >/tmp/ref-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6633
+    # Without OUT: the reference's run.sh reads it as its own folder.
+    env -u OUT $REF 6633 $DB >/tmp/ref-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6633
   else
     DATABASE_URL="$PG/$DB" PORT=6640 FILE_BUFFER_DIR=off LOG_LEVEL=warn /tmp/qg-$T >/tmp/qg-$DB.log 2>&1 & SP=$!; URL=http://127.0.0.1:6640
   fi
