@@ -111,6 +111,50 @@ func TestClaimRound_BudgetSpansPartitions(t *testing.T) {
 	}
 }
 
+// TestClaimRound_UncappedPopsSharePartitionsInOrder: pops without a cap in
+// one round take partitions in claim order, each until its budget is spent
+// (the partition that fills it given whole to it), the next pop going on
+// from the next partition; partitions past the last budget are not locked
+// and are reported ready.
+func TestClaimRound_UncappedPopsSharePartitionsInOrder(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	for _, c := range []struct {
+		name   string
+		counts []int
+		pops   int
+		batch  int
+		got    []int // messages per pop
+		ready  int
+	}{
+		{"backlog", []int{10, 10, 10, 10}, 3, 4, []int{4, 4, 4}, 1},
+		{"small partitions", []int{3, 3, 3, 3, 3}, 2, 4, []int{4, 4}, 1},
+		{"one pop", []int{10, 10, 10, 10, 10}, 1, 5, []int{5}, 4},
+		{"short", []int{1, 1, 1}, 2, 5, []int{3, 0}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, _ := claimQueue(t, s, c.counts...)
+			res := claimOK(t, s, pops(q, c.pops, queengo.ClaimParams{Group: "g", Batch: c.batch}))
+			seen, ready := map[uuid.UUID]bool{}, 0
+			for i, r := range res {
+				if len(r.Messages) != c.got[i] || r.Taken != c.got[i] {
+					t.Fatalf("pop %d: %d messages, taken %d; want %d", i, len(r.Messages), r.Taken, c.got[i])
+				}
+				for _, sp := range r.Spans {
+					if seen[sp.PartitionID] {
+						t.Fatalf("pop %d got a partition another pop of the round got", i)
+					}
+					seen[sp.PartitionID] = true
+				}
+				ready += len(r.Ready)
+			}
+			if ready != c.ready {
+				t.Fatalf("%d partitions reported ready, want %d", ready, c.ready)
+			}
+		})
+	}
+}
+
 // TestClaimRound_FirstContactDoesNotWaitForAnIdlePop: a partition the group
 // never contacted gets its cursor in the round that meets it, even when the
 // round's pops are served by other partitions, and is reported ready, so the
