@@ -433,6 +433,7 @@ func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ac
 			}
 			if handed { // the queue actor offered it here when the ack came
 				b.announce(r.Queue, items[i].PartitionID, items[i].Group)
+				b.hintScopes(r.Queue, items[i].Group)
 			} else {
 				b.freed(r.Queue, items[i].PartitionID, items[i].Group)
 			}
@@ -504,18 +505,34 @@ func (b *Broker) freed(queue string, partition uuid.UUID, group string) {
 	b.offer(queue, partition, group)
 }
 
-// offer hands a possibly claimable partition to its queue's actor.
+// offer hands a possibly claimable partition to its queue's actor and to
+// the discovery scopes; a commit reaches the scopes through the queue's
+// actor when there is one (queuePushed).
 func (b *Broker) offer(queue string, partition uuid.UUID, group string) {
-	b.hintQueue(queue, &partitionFreed{partition: partition, group: group})
+	if !b.hintQueue(queue, &partitionFreed{partition: partition, group: group}) || group != "" {
+		b.hintScopes(queue, group)
+	}
 }
 
-// hintQueue sends m to the queue's actor if the queue has one: a hint (a
-// freed partition, a changed row) has nothing to tell an actor spawned for
-// it, and one that passivated meanwhile drops it.
-func (b *Broker) hintQueue(queue string, m any) {
-	if v, ok := b.dir.queues.Load(queue); ok {
+// hintQueue sends m to the queue's actor if the queue has one, and reports
+// whether it had: a hint (a freed partition, a changed row) has nothing to
+// tell an actor spawned for it, and one that passivated meanwhile drops it.
+func (b *Broker) hintQueue(queue string, m any) bool {
+	v, ok := b.dir.queues.Load(queue)
+	if ok {
 		b.system.Root.Send(v.(*handle).pid, m)
 	}
+	return ok
+}
+
+// hintScopes tells every discovery scope's actor that a partition of queue
+// may be claimable for group (every group when empty); those whose scope
+// holds the queue wake their parked pops.
+func (b *Broker) hintScopes(queue, group string) {
+	b.dir.scopes.Range(func(_, v any) bool {
+		b.system.Root.Send(v.(*handle).pid, &scopeHint{queue: queue, group: group})
+		return true
+	})
 }
 
 // announce tells the other broker processes that a partition may be

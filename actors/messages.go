@@ -92,6 +92,13 @@ type releaseAll struct{ done chan struct{} }
 // wake tells a scope actor that a queue in its scope was pushed to.
 type wake struct{ queue uuid.UUID }
 
+// scopeHint tells a discovery scope's actor that a partition of queue may be
+// claimable: for one group (a lease ended) or, with group empty, for all (a
+// commit). The broker sends it where the queue's own actor cannot pass the
+// news on: a lease that ended, a commit heard from another process with no
+// actor of the queue here.
+type scopeHint struct{ queue, group string }
+
 // checkIdle asks an actor whether it may be passivated (registry.go).
 type checkIdle struct{}
 

@@ -48,6 +48,7 @@ type claimRound struct {
 	errs   []error               // per pop, when its partition lookup failed
 	parts  map[string]uuid.UUID  // partition ids the round looked up
 	loaded []uuid.UUID           // the scope's queues, when the round loaded them
+	names  []string              // their names, in the same order
 
 	// state says who answers the pops: the actor the round goes back to,
 	// or, when that actor failed while the round ran, the round's own
@@ -155,9 +156,9 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 	if r.scope != nil {
 		qs, err := store.QueuesInScope(ctx, r.scope.namespace, r.scope.task)
 		if r.err = err; err == nil {
-			r.loaded = make([]uuid.UUID, 0, len(qs))
+			r.loaded, r.names = make([]uuid.UUID, 0, len(qs)), make([]string, 0, len(qs))
 			for _, q := range qs {
-				r.loaded = append(r.loaded, q.ID)
+				r.loaded, r.names = append(r.loaded, q.ID), append(r.names, q.Name)
 			}
 			r.scopeIDs = r.loaded
 		}

@@ -32,8 +32,9 @@ type scopeActor struct {
 	h   *handle
 	key scopeKey
 
-	ids      []uuid.UUID // the scope's queues, highest priority first
-	loadedAt time.Time   // zero: load them with the next round
+	ids      []uuid.UUID     // the scope's queues, highest priority first
+	names    map[string]bool // their names
+	loadedAt time.Time       // zero: load them with the next round
 
 	pops     popScheduler
 	retired  bool
@@ -67,6 +68,17 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		// A commit in one of the scope's queues, of partitions the scope
 		// does not count: every pop of a round in flight looks again.
 		a.pops.wake(a.d.clock.Now(), roundMax)
+	case *scopeHint:
+		if !a.names[m.queue] {
+			return // not in the scope, or new to it: the next load finds it
+		}
+		// A commit wakes like one of this process's (wake); a lease that
+		// ended frees one partition of one group.
+		n := roundMax
+		if m.group != "" {
+			n = 1
+		}
+		a.pops.wake(a.d.clock.Now(), n)
 	case *tick:
 		a.pops.ticked()
 		a.pops.due(a.d.clock.Now())
@@ -120,6 +132,10 @@ func (a *scopeActor) onRound(r *claimRound) {
 	now := a.d.clock.Now()
 	if r.loaded != nil {
 		a.ids, a.loadedAt = r.loaded, now
+		a.names = make(map[string]bool, len(r.names))
+		for _, n := range r.names {
+			a.names[n] = true
+		}
 	}
 	for i, w := range r.ws {
 		switch o := r.outcome(i); {

@@ -130,6 +130,72 @@ func TestD12_AnAckInAnotherProcessWakesParkedPop(t *testing.T) {
 	}
 }
 
+// TestD12_AnotherProcessWakesParkedDiscoveryPop: D12 on the discovery route
+// with two broker processes on one database: a push through one to a queue
+// of the scope wakes a discovery pop parked in the other at once (announced
+// over NOTIFY), though that process runs no actor for the queue; so does an
+// ack that ends a lease of the pop's group, through either process. Not at
+// the parked pop's next re-check, which its broker here makes 8 s apart.
+func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
+	t.Parallel()
+	db := apitest.CreateDB(t, "scopewake2")
+	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
+	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100",
+		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
+	apitest.WaitListeners(t, db, 2)
+	ns := apitest.Unique(t, "scope-2proc")
+	q := ns + ".t.q"
+	a.Configure(t, q, nil)
+	path := apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "20000")
+	const within = 4 * time.Second
+	t.Run("push", func(t *testing.T) {
+		var txs []string
+		o, pushed := parkThenPush(t, b, path, func() { txs = a.PushN(t, q, "pushed", 1).TxIDs() })
+		if o.r.Status != 200 {
+			t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+		}
+		apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs)
+		after := o.at.Sub(pushed)
+		t.Logf("the discovery pop parked in the other process answered %v after the push", after)
+		if after > within {
+			t.Fatalf("the discovery pop parked in the other process answered %v after the push, want within %v", after, within)
+		}
+		b.AckOK(t, o.r.Pop.Messages[0], "completed", "g")
+	})
+	for _, tc := range []struct {
+		name, partition string
+		leaser          *apitest.Server // pops the partition and acks
+	}{
+		{"ack in the other process", "acked-there", a},
+		{"ack in the same process", "acked-here", b},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			txs := a.PushN(t, q, tc.partition, 2).TxIDs()
+			p := tc.leaser.PopOK(t, apitest.PopPartition(q, tc.partition, "consumerGroup", "g", "batch", "1"))
+			apitest.WantTxIDs(t, "pop", p, txs[:1])
+			ch := async(context.Background(), b, path)
+			if o, parked := pending(ch, 400*time.Millisecond); !parked {
+				t.Fatalf("pop answered %d %q while the group's only partition was leased", o.r.Status, o.r.Body)
+			}
+			if r := tc.leaser.AckOK(t, p.Messages[0], "completed", "g"); !r.LeaseReleased {
+				t.Fatalf("the ack did not end the lease: %+v", r)
+			}
+			acked := time.Now()
+			o := await(t, ch, 15*time.Second)
+			if o.r.Status != 200 {
+				t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+			}
+			apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs[1:])
+			after := o.at.Sub(acked)
+			t.Logf("the parked discovery pop answered %v after the ack", after)
+			if after > within {
+				t.Fatalf("the parked discovery pop answered %v after the ack, want within %v", after, within)
+			}
+			b.AckOK(t, o.r.Pop.Messages[0], "completed", "g")
+		})
+	}
+}
+
 // woken is the answer of a parked pop and how long after the ack it came.
 type woken struct {
 	outcome
