@@ -111,11 +111,7 @@ func TestD12_AnAckThatEndsALeaseWakesParkedPop(t *testing.T) {
 // broker here makes 8 s apart.
 func TestD12_AnAckInAnotherProcessWakesParkedPop(t *testing.T) {
 	t.Parallel()
-	db := apitest.CreateDB(t, "ackwake2")
-	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
-	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100",
-		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
-	apitest.WaitListeners(t, db, 2)
+	a, b := slowRecheckPair(t, "ackwake2")
 	q := apitest.Unique(t, "ack-wakes-2proc")
 	txs := a.PushN(t, q, "p", 2).TxIDs()
 	p := a.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "batch", "1"))
@@ -138,11 +134,7 @@ func TestD12_AnAckInAnotherProcessWakesParkedPop(t *testing.T) {
 // the parked pop's next re-check, which its broker here makes 8 s apart.
 func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
 	t.Parallel()
-	db := apitest.CreateDB(t, "scopewake2")
-	a := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
-	b := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100",
-		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
-	apitest.WaitListeners(t, db, 2)
+	a, b := slowRecheckPair(t, "scopewake2")
 	ns := apitest.Unique(t, "scope-2proc")
 	q := ns + ".t.q"
 	a.Configure(t, q, nil)
@@ -194,6 +186,19 @@ func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
 			b.AckOK(t, o.r.Pop.Messages[0], "completed", "g")
 		})
 	}
+}
+
+// slowRecheckPair starts two brokers on a database of their own, b with its
+// parked pops re-checking only every 8 s, and returns once each listens for
+// the other's announcements.
+func slowRecheckPair(t *testing.T, name string) (a, b *apitest.Server) {
+	t.Helper()
+	db := apitest.CreateDB(t, name)
+	a = apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL})
+	b = apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100",
+		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
+	apitest.WaitListeners(t, db, 2)
+	return a, b
 }
 
 // woken is the answer of a parked pop and how long after the ack it came.
