@@ -116,8 +116,9 @@ type Broker struct {
 	popSwitch      sync.Mutex // orders a switch with the refresh's store
 	popSwitchedAt  time.Time  // this process's last SetPopMaintenance; guarded by popSwitch
 	closing        atomic.Bool
-	stopRefresh    chan struct{}
+	stopRefresh    chan struct{} // closed by Close: stops refreshMaintenance and watchLeases
 	refreshDone    chan struct{}
+	leasesDone     chan struct{}
 	cross          *crossProcess
 	stopCross      context.CancelFunc
 	acks           *ackCoalescer
@@ -149,7 +150,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		log = slog.Default()
 	}
 	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
-		acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook()}
+		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook()}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -174,6 +175,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	b.buf = newPushBuffer(b, cfg.Buffer)
 	go b.buf.run()
 	go b.refreshMaintenance()
+	go b.watchLeases(d.clock)
 	if b.cross != nil {
 		var ctx context.Context
 		ctx, b.stopCross = context.WithCancel(context.Background())
@@ -190,6 +192,7 @@ func (b *Broker) Close() {
 	}
 	close(b.stopRefresh)
 	<-b.refreshDone
+	<-b.leasesDone
 	b.buf.close()
 	if b.stopCross != nil {
 		b.stopCross()
@@ -223,6 +226,37 @@ func (b *Broker) refreshMaintenance() {
 		case <-b.stopRefresh:
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// leaseExpiryEvery is how often the broker looks for leases its pops took
+// that ended without an ack: their partitions are offered at once, here and
+// in the other processes, where a pop parked on another route or in another
+// process would otherwise find them at its next re-check.
+const leaseExpiryEvery = 100 * time.Millisecond
+
+// watchLeases offers, every leaseExpiryEvery until Close, the partitions of
+// the leases this process handed out that ended unacknowledged (by c's
+// time) to their groups.
+func (b *Broker) watchLeases(c clock) {
+	defer close(b.leasesDone)
+	t := time.NewTicker(leaseExpiryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopRefresh:
+			return
+		case <-t.C:
+		}
+		for _, l := range b.leases.expire(c.Now()) {
+			for i, p := range l.parts {
+				q := l.queue
+				if l.queues != nil {
+					q = l.queues[i]
+				}
+				b.freed(q, p, l.group)
+			}
 		}
 	}
 }

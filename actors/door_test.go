@@ -201,7 +201,7 @@ func TestExtendLease_UnknownLeaseNeverWaitsForTheAckCommit(t *testing.T) {
 	}
 
 	booked, part := uuid.New(), uuid.New()
-	b.leases.book(booked, bookedLease{group: "g", parts: []uuid.UUID{part}, until: time.Now().Add(time.Minute)}, nil, time.Now())
+	b.leases.book(booked, bookedLease{group: "g", parts: []uuid.UUID{part}, until: time.Now().Add(time.Minute)}, nil)
 	extended := make(chan error, 1)
 	go func() {
 		_, _, err := b.ExtendLease(context.Background(), booked, 30)

@@ -39,7 +39,7 @@ func setupHandOff(t *testing.T) *handOffSetup {
 	}
 	s := &handOffSetup{b: newTestBroker(t, Config{Store: f, RequestTimeout: 5 * time.Second}), f: f,
 		lease: uuid.New(), part: uuid.New()}
-	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part}, until: time.Now().Add(time.Minute)}, nil, time.Now())
+	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part}, until: time.Now().Add(time.Minute)}, nil)
 	return s
 }
 
@@ -145,7 +145,7 @@ func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
 		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(panicOnTestPanic, signalAcks)}
 	}), f: f, lease: uuid.New(), part: uuid.New()}
 	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part},
-		until: time.Now().Add(time.Minute)}, nil, time.Now())
+		until: time.Now().Add(time.Minute)}, nil)
 	s.parkPop(t)
 	// Another group's first pop searches: its round holds the actor's only
 	// claim slot, so the ack waits for the next round.

@@ -15,9 +15,6 @@ const (
 	// lease is not booked, and extending it scans every cursor instead. At
 	// about 150 bytes a lease, a full book is about 150 MB.
 	leaseBookMax = 1 << 20
-	// leaseSweepEvery is how often booking a lease also forgets the leases
-	// that ended: at most this long a dead lease stays in the book.
-	leaseSweepEvery = 10 * time.Second
 	// offsetBookMax caps the delivered messages whose offsets a leaseBook
 	// remembers; past it a delivery books its lease but not its offsets,
 	// and acking those messages looks them up by transaction id. At about
@@ -39,8 +36,9 @@ type leaseBook struct {
 	// lease, so that an ack naming that lease spares the store the lookup
 	// by transaction id (queen.ack's p_offsets; fillOffsets says when an
 	// entry is used). It is forgotten with the lease it was delivered under.
-	offsets   map[txKey]bookedOffset
-	lastSweep time.Time
+	offsets map[txKey]bookedOffset
+	// ends orders the leases' ends, for expire.
+	ends endHeap[uuid.UUID]
 }
 
 // bookedLease is what a leaseBook knows of one lease.
@@ -51,8 +49,11 @@ type bookedLease struct {
 	full  bool
 	group string
 	parts []uuid.UUID
-	until time.Time // when the lease ends, as far as this process knows
-	msgs  []txKey   // the messages delivered under it whose offsets are booked
+	// queues names the queue of each of parts when the lease covers
+	// several (queue ""); nil otherwise.
+	queues []string
+	until  time.Time // when the lease ends, as far as this process knows
+	msgs   []txKey   // the messages delivered under it whose offsets are booked
 }
 
 // txKey names a message as an ack does: its partition and transaction id.
@@ -73,23 +74,53 @@ func newLeaseBook() *leaseBook {
 }
 
 // book records lease as l describes it (its msgs unset), with the offsets
-// of msgs, the messages delivered under it, and forgets the leases that
-// ended when the last sweep is leaseSweepEvery old.
-func (b *leaseBook) book(lease uuid.UUID, l bookedLease, msgs []queengo.Message, now time.Time) {
+// of msgs, the messages delivered under it.
+func (b *leaseBook) book(lease uuid.UUID, l bookedLease, msgs []queengo.Message) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if now.Sub(b.lastSweep) >= leaseSweepEvery {
-		b.lastSweep = now
-		for id, l := range b.leases {
-			if !l.until.After(now) {
-				b.forget(id, l, uuid.Nil)
-			}
-		}
-	}
 	if len(b.leases) < leaseBookMax {
 		b.leases[lease] = &l
 		b.bookOffsets(lease, msgs)
+		b.ends.add(l.until, lease, len(b.leases), b.liveEnds)
 	}
+}
+
+// liveEnds yields every booked lease with its end. b.mu must be held.
+func (b *leaseBook) liveEnds(yield func(uuid.UUID, time.Time) bool) {
+	for id, l := range b.leases {
+		if !yield(id, l.until) {
+			return
+		}
+	}
+}
+
+// endedLease is a lease that ended without its spans being released: its
+// partitions (of queues[i], or all of queue) are claimable again for group.
+type endedLease struct {
+	queue, group string
+	parts        []uuid.UUID
+	queues       []string
+}
+
+// expire forgets the leases that ended by now, as far as this process
+// knows, and returns those an ack had not released. The first expire at or
+// after a lease's end (or its extension's) finds it.
+func (b *leaseBook) expire(now time.Time) []endedLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []endedLease
+	for e, ok := b.ends.take(now); ok; e, ok = b.ends.take(now) {
+		l := b.leases[e.key]
+		switch {
+		case l == nil: // released
+		case l.until.After(now): // extended
+			b.ends.add(l.until, e.key, len(b.leases), b.liveEnds)
+		default:
+			out = append(out, endedLease{queue: l.queue, group: l.group, parts: l.parts, queues: l.queues})
+			b.forget(e.key, l, uuid.Nil)
+		}
+	}
+	return out
 }
 
 // forget drops lease from the book, with the offsets of its messages on
@@ -196,7 +227,10 @@ func (b *leaseBook) released(lease, partition uuid.UUID) {
 	}
 	for i, p := range l.parts {
 		if p == partition {
-			l.parts = append(l.parts[:i], l.parts[i+1:]...)
+			l.parts = slices.Delete(l.parts, i, i+1)
+			if l.queues != nil {
+				l.queues = slices.Delete(l.queues, i, i+1)
+			}
 			break
 		}
 	}
@@ -219,6 +253,12 @@ func (b *leaseBook) bookDelivered(w *waiter, res *queengo.ClaimResult, now time.
 			queue = ""
 		}
 	}
+	var queues []string
+	if queue == "" {
+		for _, s := range res.Spans {
+			queues = append(queues, s.Queue)
+		}
+	}
 	b.book(w.leaseID, bookedLease{queue: queue, full: len(res.Messages) >= w.req.Batch, group: w.req.Group,
-		parts: parts, until: now.Add(lease)}, res.Messages, now)
+		parts: parts, queues: queues, until: now.Add(lease)}, res.Messages)
 }

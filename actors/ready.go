@@ -1,7 +1,7 @@
 package actors
 
 import (
-	"container/heap"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,14 +137,10 @@ type readySets struct {
 	groups map[string]*readySet
 	events uint64 // numbers the offers
 	// leases holds, per (group, partition), the end of the latest lease this
-	// actor's claims took; leaseHeap orders those ends. A later lease of the
-	// same partition supersedes the earlier one: its heap entry stays until
-	// it comes up and is then skipped, and the heap is rebuilt from leases
-	// when such entries make up most of it. So next is O(1) and expire
-	// O(log n) per lease, where a list scanned on every actor message cost
-	// about half the broker's CPU at batch 1 (docs/benchmarks.md).
+	// actor's claims took; leaseHeap orders those ends (a later lease of the
+	// same partition supersedes the earlier one).
 	leases    map[leaseKey]time.Time
-	leaseHeap leaseHeap
+	leaseHeap endHeap[leaseKey]
 }
 
 // leaseKey names the lease of one group on one partition.
@@ -152,31 +148,6 @@ type leaseKey struct {
 	group string
 	pid   uuid.UUID
 }
-
-// leaseEvent is the end of a lease a claim of this actor took.
-type leaseEvent struct {
-	at time.Time
-	leaseKey
-}
-
-// leaseHeap is a min-heap of lease ends (container/heap).
-type leaseHeap []leaseEvent
-
-func (h leaseHeap) Len() int           { return len(h) }
-func (h leaseHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h leaseHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *leaseHeap) Push(x any)        { *h = append(*h, x.(leaseEvent)) }
-func (h *leaseHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// leaseHeapSlack is how many superseded entries the heap may hold beyond
-// twice the live leases before it is rebuilt: rebuilding is O(n), so it
-// runs at most once per that many leases.
-const leaseHeapSlack = 64
 
 func newReadySets() readySets {
 	return readySets{groups: map[string]*readySet{}, leases: map[leaseKey]time.Time{}}
@@ -186,15 +157,7 @@ func newReadySets() readySets {
 func (r *readySets) leased(group string, pid uuid.UUID, at time.Time) {
 	k := leaseKey{group: group, pid: pid}
 	r.leases[k] = at
-	heap.Push(&r.leaseHeap, leaseEvent{at: at, leaseKey: k})
-	if len(r.leaseHeap) > 2*len(r.leases)+leaseHeapSlack {
-		h := make(leaseHeap, 0, len(r.leases))
-		for k, at := range r.leases {
-			h = append(h, leaseEvent{at: at, leaseKey: k})
-		}
-		heap.Init(&h)
-		r.leaseHeap = h
-	}
+	r.leaseHeap.add(at, k, len(r.leases), maps.All(r.leases))
 }
 
 // since is the current event number: a claim remembers it when it starts.
@@ -287,29 +250,23 @@ func (r *readySets) learn(p *queengo.ClaimParams, res *queengo.ClaimResult, sinc
 // expire offers again, to their group, the partitions whose lease ended by
 // now, and appends those groups to out.
 func (r *readySets) expire(now time.Time, out []string) []string {
-	for len(r.leaseHeap) > 0 && !now.Before(r.leaseHeap[0].at) {
-		e := heap.Pop(&r.leaseHeap).(leaseEvent)
-		if at, ok := r.leases[e.leaseKey]; !ok || !at.Equal(e.at) {
+	for e, ok := r.leaseHeap.take(now); ok; e, ok = r.leaseHeap.take(now) {
+		if at, ok := r.leases[e.key]; !ok || !at.Equal(e.at) {
 			continue // superseded by a later lease of the partition
 		}
-		delete(r.leases, e.leaseKey)
-		if rs := r.groups[e.group]; rs != nil {
+		delete(r.leases, e.key)
+		if rs := r.groups[e.key.group]; rs != nil {
 			r.events++
-			rs.offer(e.pid, r.events)
+			rs.offer(e.key.pid, r.events)
 		}
-		out = append(out, e.group)
+		out = append(out, e.key.group)
 	}
 	return out
 }
 
 // next is the earliest lease expiry; zero when none. It may be the end of
 // a superseded lease: expire then finds nothing due and next moves on.
-func (r *readySets) next() time.Time {
-	if len(r.leaseHeap) == 0 {
-		return time.Time{}
-	}
-	return r.leaseHeap[0].at
-}
+func (r *readySets) next() time.Time { return r.leaseHeap.next() }
 
 // reset forgets everything: the queue was deleted.
 func (r *readySets) reset() {

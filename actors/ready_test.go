@@ -189,10 +189,10 @@ func TestReadySets_LaterLeaseSupersedesEarlier(t *testing.T) {
 	if groups := r.expire(t0.Add(time.Minute+time.Second), nil); len(groups) != 1 {
 		t.Fatalf("the later lease's end offered the partition to %v, want g", groups)
 	}
-	for i := range 10 * leaseHeapSlack {
+	for i := range 10 * endHeapSlack {
 		lease(t0.Add(time.Duration(i) * time.Millisecond))
 	}
-	if n := len(r.leaseHeap); n > 2*len(r.leases)+leaseHeapSlack {
+	if n := len(r.leaseHeap); n > 2*len(r.leases)+endHeapSlack {
 		t.Fatalf("%d lease ends kept for %d live leases", n, len(r.leases))
 	}
 }

@@ -188,6 +188,47 @@ func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
 	}
 }
 
+// TestD12_AnExpiredLeaseWakesParkedPops: a lease that ends without an ack
+// frees its partition like an ack that ends it: the pops of its group parked
+// on either route, in this process or another, take it at once, not at
+// their next re-check, which the parked pops' broker here makes 8 s apart.
+func TestD12_AnExpiredLeaseWakesParkedPops(t *testing.T) {
+	t.Parallel()
+	a, b := slowRecheckPair(t, "expirywake2")
+	ns := apitest.Unique(t, "expiry")
+	q := ns + ".t.q"
+	a.Configure(t, q, nil)
+	for _, tc := range []struct {
+		name, partition string
+		leaser          *apitest.Server
+		park            string
+	}{
+		{"queue route, other process", "p1", a, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "20000")},
+		{"discovery route, other process", "p2", a,
+			apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "20000")},
+		{"discovery route, same process", "p3", b,
+			apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "20000")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			txs := a.PushN(t, q, tc.partition, 1).TxIDs()
+			p := tc.leaser.PopOK(t, apitest.PopPartition(q, tc.partition, "consumerGroup", "g", "leaseSeconds", "1"))
+			leased := time.Now()
+			apitest.WantTxIDs(t, "pop", p, txs)
+			o := await(t, async(context.Background(), b, tc.park), 15*time.Second)
+			if o.r.Status != 200 {
+				t.Fatalf("parked pop: %d %q", o.r.Status, o.r.Body)
+			}
+			apitest.WantTxIDs(t, "woken pop", o.r.Pop, txs)
+			after := o.at.Sub(leased)
+			t.Logf("the parked pop got the message %v after its 1 s lease was taken", after)
+			if after > 4*time.Second {
+				t.Fatalf("the parked pop got the message %v after its 1 s lease was taken, want within 4s", after)
+			}
+			b.AckOK(t, o.r.Pop.Messages[0], "completed", "g")
+		})
+	}
+}
+
 // slowRecheckPair starts two brokers on a database of their own, b with its
 // parked pops re-checking only every 8 s, and returns once each listens for
 // the other's announcements.
