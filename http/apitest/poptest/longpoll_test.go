@@ -135,9 +135,7 @@ func TestD12_AnAckInAnotherProcessWakesParkedPop(t *testing.T) {
 func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
 	t.Parallel()
 	a, b := slowRecheckPair(t, "scopewake2")
-	ns := apitest.Unique(t, "scope-2proc")
-	q := ns + ".t.q"
-	a.Configure(t, q, nil)
+	ns, q := scopedQueue(t, a, "scope-2proc")
 	path := apitest.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "true", "timeout", "20000")
 	const within = 4 * time.Second
 	t.Run("push", func(t *testing.T) {
@@ -195,9 +193,7 @@ func TestD12_AnotherProcessWakesParkedDiscoveryPop(t *testing.T) {
 func TestD12_AnExpiredLeaseWakesParkedPops(t *testing.T) {
 	t.Parallel()
 	a, b := slowRecheckPair(t, "expirywake2")
-	ns := apitest.Unique(t, "expiry")
-	q := ns + ".t.q"
-	a.Configure(t, q, nil)
+	ns, q := scopedQueue(t, a, "expiry")
 	for _, tc := range []struct {
 		name, partition string
 		leaser          *apitest.Server
@@ -240,6 +236,16 @@ func slowRecheckPair(t *testing.T, name string) (a, b *apitest.Server) {
 		"POP_WAIT_INITIAL_INTERVAL_MS=8000", "POP_WAIT_MAX_INTERVAL_MS=8000"}})
 	apitest.WaitListeners(t, db, 2)
 	return a, b
+}
+
+// scopedQueue configures, through s, a queue of a namespace of its own, and
+// returns both.
+func scopedQueue(t *testing.T, s *apitest.Server, prefix string) (ns, queue string) {
+	t.Helper()
+	ns = apitest.Unique(t, prefix)
+	queue = ns + ".t.q"
+	s.Configure(t, queue, nil)
+	return ns, queue
 }
 
 // woken is the answer of a parked pop and how long after the ack it came.
