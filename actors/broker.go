@@ -43,6 +43,7 @@ type Store interface {
 	LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
 	Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UUID, error)
 	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
+	AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) ([][]uuid.UUID, []queengo.ClaimResult, bool, error)
 	PopMaintenance(ctx context.Context) (bool, error)
 	SetPopMaintenance(ctx context.Context, on bool) error
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)

@@ -34,6 +34,9 @@ type fakeStore struct {
 	rounds   [][]queengo.ClaimParams // every Claim and AckClaim call's claims, in order
 	stored   map[string]uuid.UUID    // transaction id -> message id
 	ackCalls []ackedCall             // every Ack and AckClaim call, in order
+	// appendClaims is, per AppendClaim call in order, how many claims rode
+	// with its segments.
+	appendClaims []int
 }
 
 // ackedCall is one call that applied acks: its items, and the claims that
@@ -106,6 +109,23 @@ func (f *fakeStore) Claim(ctx context.Context, claims []queengo.ClaimParams) ([]
 		return f.claim(ctx, claims)
 	}
 	return make([]queengo.ClaimResult, len(claims)), nil
+}
+
+// AppendClaim appends as Append does, then claims as Claim does, the
+// claims seeing the write.
+func (f *fakeStore) AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) ([][]uuid.UUID, []queengo.ClaimResult, bool, error) {
+	f.mu.Lock()
+	f.appendClaims = append(f.appendClaims, len(claims))
+	f.mu.Unlock()
+	dups, err := f.Append(ctx, segs)
+	res, cerr := f.Claim(ctx, claims)
+	if cerr != nil {
+		res = make([]queengo.ClaimResult, len(claims))
+		for i := range res {
+			res[i].Err = cerr
+		}
+	}
+	return dups, res, err == nil, err
 }
 
 func (f *fakeStore) PopMaintenance(context.Context) (bool, error) { return false, nil }

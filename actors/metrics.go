@@ -10,6 +10,7 @@ import (
 var (
 	commitMessages    = metrics.NewHistogram(`queengo_commit_messages`)
 	commitDuration    = metrics.NewHistogram(`queengo_commit_duration_seconds`)
+	commitClaims      = metrics.NewCounter(`queengo_commit_claim_rounds_total`)
 	claimRoundPops    = metrics.NewHistogram(`queengo_claim_round_pops`)
 	claimDuration     = metrics.NewHistogram(`queengo_claim_duration_seconds`)
 	handOffItems      = metrics.NewHistogram(`queengo_ack_handoff_items`)

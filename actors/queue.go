@@ -88,7 +88,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		if m.by != a {
 			return
 		}
-		a.committed(ctx, m)
+		a.committed(ctx, m, true)
 	case *waiter:
 		a.h.received++
 		a.pops.add(m, a.d.clock.Now())
@@ -154,6 +154,11 @@ func (a *queueActor) Receive(ctx actor.Context) {
 			return
 		}
 		a.onRound(m)
+		if m.commit != nil {
+			// Its pops first: a pop the claims left empty parks before the
+			// commit wakes the lot, and a commit the claims saw wakes none.
+			a.committed(ctx, m.commit, !m.seen)
+		}
 	case *releaseAll:
 		a.pops.releaseAll()
 		ctx.Send(ctx.Parent(), &released{from: ctx.Self()})
@@ -198,7 +203,9 @@ func (a *queueActor) commit(ctx actor.Context) {
 	}
 }
 
-// commitBatch commits the segments of batch in one Append.
+// commitBatch commits the segments of batch in one Append, or, when pops
+// wait for a claim round that may start now, in the transaction of that
+// round (commitRound).
 func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 	segs := make([]queengo.Segment, len(batch))
 	n := 0
@@ -207,6 +214,13 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 		n += len(w.frames)
 	}
 	commitMessages.Update(float64(n))
+	if r := a.commitRound(batch); r != nil {
+		commitClaims.Inc()
+		r.commit, r.segs = &commitDone{by: a, writers: batch}, segs
+		a.pops.started(r)
+		r.start(ctx, a.d)
+		return
+	}
 	self, root, d := ctx.Self(), ctx.ActorSystem().Root, a.d
 	go func() {
 		// The commit is shared by every pusher whose items ride in it; each
@@ -219,11 +233,36 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 	}()
 }
 
+// commitRound returns the claim round that carries the commit of batch, or
+// nil when it goes alone. With pops pending or parked and room for a round,
+// the segments' partitions are offered to the ready sets and the lot woken
+// now, as the commit would when it lands, and the round's claims run after
+// the write in its transaction: a pop parked for a push gets its messages
+// with the push's commit, not in a round that waits for the commit and for
+// the round in flight. Handed-off acks go in rounds of their own (one lead
+// per round).
+func (a *queueActor) commitRound(batch []*partitionWriter) *claimRound {
+	if a.q == nil || a.q.ID != batch[0].q.ID || len(a.acks) > 0 || a.pops.closing || !a.pops.canStart() ||
+		(len(a.pops.pending) == 0 && a.pops.lot.empty()) {
+		return nil
+	}
+	now := a.d.clock.Now()
+	for _, w := range batch {
+		a.ready.offer(w.segPID, "")
+	}
+	a.pops.wake(now, len(batch)*max(len(a.ready.groups), 1))
+	if r := a.newRound(a.pops.take(), now); len(r.ws) > 0 {
+		return r
+	}
+	return nil
+}
+
 // committed marks the written partitions ready and wakes the parked pops in
-// scope before the writers answer their pushers, so a pop that follows a
-// push's answer finds the partition ready; then the writers cut their next
-// segments, which the next commit carries.
-func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
+// scope (unless wake is false: a claim round that carried the commit served
+// them after the write) before the writers answer their pushers, so a pop
+// that follows a push's answer finds the partition ready; then the writers
+// cut their next segments, which the next commit carries.
+func (a *queueActor) committed(ctx actor.Context, m *commitDone, wake bool) {
 	a.pacer.done()
 	if m.err == nil {
 		q := m.writers[0].q
@@ -235,13 +274,17 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone) {
 			if ref, ok := a.parts[w.name]; ok && ref.id != w.segPID {
 				a.parts[w.name] = partRef{id: w.segPID, at: now} // created again
 			}
-			a.ready.offer(w.segPID, "")
+			if wake {
+				a.ready.offer(w.segPID, "")
+			}
 			if a.d.announce != nil {
 				a.d.announce(a.name, w.segPID)
 			}
 		}
 		// Each written partition may serve one pop of every group.
-		a.pops.wake(now, len(m.writers)*max(len(a.ready.groups), 1))
+		if wake {
+			a.pops.wake(now, len(m.writers)*max(len(a.ready.groups), 1))
+		}
 		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}
 	for i, w := range m.writers {
@@ -310,11 +353,24 @@ func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
 	return false
 }
 
-// startRound builds the claims of ws and runs them as one round, with the
-// handed-off acks first; a pop the ready set answers without a claim finds
-// nothing at once.
+// startRound runs the claims of ws as one round, with the handed-off acks
+// first.
 func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
-	now := a.d.clock.Now()
+	r := a.newRound(ws, a.d.clock.Now())
+	if len(a.acks) > 0 {
+		// As many as one ack commit carries (ackCoalescer).
+		r.acks, a.acks, _ = nextBatch(a.acks)
+	}
+	if len(r.ws) == 0 && len(r.acks) == 0 {
+		return
+	}
+	a.pops.started(r)
+	r.start(ctx, a.d)
+}
+
+// newRound builds the claims of ws into a round; a pop the ready set
+// answers without a claim finds nothing at once.
+func (a *queueActor) newRound(ws []*waiter, now time.Time) *claimRound {
 	a.ready.roundStarts()
 	r := &claimRound{queue: a.q.ID, since: a.ready.since(),
 		hold: time.Duration(a.q.Options.MinPopWaitTime) * time.Millisecond}
@@ -330,15 +386,7 @@ func (a *queueActor) startRound(ctx actor.Context, ws []*waiter) {
 		r.ws = append(r.ws, w)
 		r.params = append(r.params, p)
 	}
-	if len(a.acks) > 0 {
-		// As many as one ack commit carries (ackCoalescer).
-		r.acks, a.acks, _ = nextBatch(a.acks)
-	}
-	if len(r.ws) == 0 && len(r.acks) == 0 {
-		return
-	}
-	a.pops.started(r)
-	r.start(ctx, a.d)
+	return r
 }
 
 // claim builds the claim of one pop. skip reports that the ready set says

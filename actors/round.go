@@ -41,6 +41,12 @@ type claimRound struct {
 	// acks are handed-off acks the round applies before its claims, in the
 	// same transaction (Store.AckClaim); answered by the round's goroutine.
 	acks []*ackRequest
+	// commit, when set, is the queue's segment commit the round carries:
+	// written before its claims, in their transaction (Store.AppendClaim),
+	// and answered by the actor when the round comes back; segs are its
+	// segments.
+	commit *commitDone
+	segs   []queengo.Segment
 
 	// Filled by run.
 	res    []queengo.ClaimResult // one per pop; a claim's own failure is in its Err
@@ -49,6 +55,7 @@ type claimRound struct {
 	parts  map[string]uuid.UUID  // partition ids the round looked up
 	loaded []uuid.UUID           // the scope's queues, when the round loaded them
 	names  []string              // their names, in the same order
+	seen   bool                  // the claims ran after commit's write, in its transaction
 
 	// state says who answers the pops: the actor the round goes back to,
 	// or, when that actor failed while the round ran, the round's own
@@ -149,8 +156,8 @@ func (r *claimRound) answerOrphaned(d *deps) {
 // run executes the round: it loads the scope's queues when asked, looks up
 // the partitions of single-partition pops the actor does not know yet, then
 // hands every claim that has somewhere to look to the store in one call,
-// with the round's acks (AckClaim) when it carries any, and returns their
-// results or their error. A failed lookup or claim is that pop's failure
+// with the round's commit (AppendClaim) or acks (AckClaim) when it carries
+// any, and returns the acks' results or their error. A failed lookup or claim is that pop's failure
 // only; a failed scope load or Claim call fails the whole round.
 func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult, error) {
 	if r.scope != nil {
@@ -203,6 +210,9 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 		handOffItems.Update(float64(len(items)))
 	}
 	if r.err != nil || len(todo) == 0 {
+		if r.commit != nil {
+			r.commit.dups, r.commit.err = store.Append(ctx, r.segs)
+		}
 		if len(items) == 0 {
 			return nil, nil
 		}
@@ -222,9 +232,12 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 		err    error
 	)
 	start := time.Now()
-	if len(items) > 0 {
+	switch {
+	case r.commit != nil:
+		r.commit.dups, res, r.seen, r.commit.err = store.AppendClaim(ctx, r.segs, batch)
+	case len(items) > 0:
 		acks, res, ackErr = store.AckClaim(ctx, items, batch)
-	} else {
+	default:
 		res, err = store.Claim(ctx, batch)
 	}
 	claimDuration.UpdateDuration(start)

@@ -80,13 +80,15 @@ func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
 			return nil
 		}
 		s := setupSupervision(t, f)
-		parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 		pushed := make(chan error, 1)
 		go func() {
 			_, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("a")})
 			pushed <- err
 		}()
 		<-committing
+		// Parked after the commit started: one parked before it would ride
+		// in the commit's claim round (commitRound).
+		parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 
 		s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
 		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)

@@ -28,14 +28,18 @@ func (s *Store) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.Ack
 	return out, nil
 }
 
-// ackLead is an ack that rides first in a claim round's first batch, in its
-// implicit transaction (Store.AckClaim).
-type ackLead struct {
-	call      *ackCall
+// roundLead is a write that rides first in a claim round's first batch it
+// can ride in, in that batch's implicit transaction, which then commits
+// synchronously: the acks of AckClaim, the segments of AppendClaim. queue
+// adds its statements to a batch and read reads their answers, which stand
+// only when committed.
+type roundLead struct {
+	queue     func(b *pgx.Batch)
+	read      func(br pgx.BatchResults) error
 	sent      bool
-	committed bool                // its batch committed: res stands
-	res       []queengo.AckResult // read from the batch; nil unless committed
-	err       error               // why its batch failed, when it did
+	first     bool  // it rode in the round's first batch: every claim ran after it
+	committed bool  // its batch committed
+	err       error // why its batch failed, when it did
 }
 
 type batcher interface {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -57,6 +58,30 @@ func appendSegments(ctx context.Context, q querier, segs []queengo.Segment, key 
 // writeSegments encodes the segments, sealing those with Seal with key
 // (nil: the store has none), and writes them.
 func writeSegments(ctx context.Context, q querier, segs []queengo.Segment, key *sealKey) ([][]uuid.UUID, error) {
+	w, err := encodeSegments(segs, key)
+	if err != nil {
+		return nil, err
+	}
+	var dups []pgtype.UUID
+	if err := q.QueryRow(ctx, appendSQL, w.args...).Scan(&dups); err != nil {
+		return nil, err
+	}
+	return w.dups(dups), nil
+}
+
+// appendSQL writes segments: queen.append_segments, which answers per frame
+// the id of the stored message it duplicates.
+const appendSQL = `SELECT queen.append_segments($1, $2, $3, $4, $5)`
+
+// segmentWrite is the append_segments call of some segments, encoded.
+type segmentWrite struct {
+	segs []queengo.Segment
+	args []any
+}
+
+// encodeSegments encodes the segments for appendSQL, sealing those with Seal
+// with key (nil: the store has none).
+func encodeSegments(segs []queengo.Segment, key *sealKey) (*segmentWrite, error) {
 	n, size, sealed := 0, 0, 0
 	for i := range segs {
 		if segs[i].Seal {
@@ -99,20 +124,25 @@ func writeSegments(ctx context.Context, q querier, segs []queengo.Segment, key *
 			enc = append(enc, buf[start:len(buf):len(buf)])
 		}
 	}
-	var dups []pgtype.UUID
-	if err := q.QueryRow(ctx, `SELECT queen.append_segments($1, $2, $3, $4, $5)`, pgUUIDs(parts), seg, txids, pgUUIDs(ids), enc).Scan(&dups); err != nil {
-		return nil, err
-	}
-	out := make([][]uuid.UUID, len(segs))
+	return &segmentWrite{segs: segs, args: []any{pgUUIDs(parts), seg, txids, pgUUIDs(ids), enc}}, nil
+}
+
+// queue adds the call to b.
+func (w *segmentWrite) queue(b *pgx.Batch) { b.Queue(appendSQL, w.args...) }
+
+// dups turns append_segments' answer into Append's: per segment and frame,
+// the id of the message the frame duplicates, else uuid.Nil.
+func (w *segmentWrite) dups(raw []pgtype.UUID) [][]uuid.UUID {
+	out := make([][]uuid.UUID, len(w.segs))
 	k := 0
-	for i := range segs {
-		out[i] = make([]uuid.UUID, len(segs[i].Frames))
+	for i := range w.segs {
+		out[i] = make([]uuid.UUID, len(w.segs[i].Frames))
 		for j := range out[i] {
-			if dups[k].Valid {
-				out[i][j] = dups[k].Bytes
+			if raw[k].Valid {
+				out[i][j] = raw[k].Bytes
 			}
 			k++
 		}
 	}
-	return out, nil
+	return out
 }

@@ -70,33 +70,104 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	out, run := prepareClaims(claims)
-	lead := &ackLead{call: newAckCall(items)}
+	call := newAckCall(items)
+	var res []queengo.AckResult
+	lead := &roundLead{queue: call.queue, read: func(br pgx.BatchResults) error {
+		res = make([]queengo.AckResult, len(items))
+		return call.read(br, res)
+	}}
 	var claimErr error
 	if len(run) > 0 {
 		claimErr = s.claim(ctx, claims, run, out, lead)
 	}
-	acks, err := lead.res, error(nil)
+	var err error
 	switch {
 	case lead.committed:
 	case lead.sent && !rolledBack(ctx, lead.err):
 		// The connection or the deadline went with the batch: the acks
 		// may have committed, so they are not applied again.
-		err = fmt.Errorf("error acking: %w", translateCtx(ctx, lead.err))
+		res, err = nil, fmt.Errorf("error acking: %w", translateCtx(ctx, lead.err))
 	default:
-		acks, err = s.Ack(ctx, items)
-		if lead.sent && claimErr != nil && rolledBack(ctx, claimErr) {
-			// The round's first batch rolled back, so nothing of it
-			// stands: the claims run again after the acks.
-			claimErr = s.claim(ctx, claims, run, out, nil)
-		}
+		res, err = s.Ack(ctx, items)
+		claimErr = s.claimAgain(ctx, claims, run, out, lead, claimErr)
 	}
-	if claimErr != nil {
-		claimErr = fmt.Errorf("error claiming: %w", claimErr)
-		for _, i := range run {
-			out[i] = queengo.ClaimResult{Err: claimErr}
+	failClaims(out, run, claimErr)
+	return res, out, err
+}
+
+// AppendClaim writes the segments as Append does, then serves the claims as
+// Claim does, and returns the segments' outcome as Append does and the
+// claims' results. The segments ride at the head of the round's first batch,
+// in its implicit transaction, which then commits synchronously: when seen
+// is true the claims ran after the write in its transaction, so a pop finds
+// the messages the segments bring and gets them with their commit (a queue
+// actor's commit that carries the claim round of its parked pops). seen is
+// false when the claims could not follow the write (a group's first contact
+// or subscription record went first, or the write failed and ran again
+// alone): they may have missed it. When the batch the segments rode in does
+// not commit, they are written alone and the claims after them. The error is
+// the segments' (the claims' failures are in their results' Err).
+func (s *Store) AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) (dups [][]uuid.UUID, res []queengo.ClaimResult, seen bool, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	out, run := prepareClaims(claims)
+	w, err := encodeSegments(segs, s.seal)
+	if err != nil || len(run) == 0 {
+		// Nothing rides: the write (or its error) alone, the claims after it.
+		if err == nil {
+			dups, err = s.Append(ctx, segs)
+		} else {
+			err = fmt.Errorf("error appending segments: %w", err)
 		}
+		if len(run) > 0 {
+			failClaims(out, run, s.claim(ctx, claims, run, out, nil))
+		}
+		return dups, out, false, err
 	}
-	return acks, out, err
+	lead := &roundLead{queue: w.queue, read: func(br pgx.BatchResults) error {
+		var raw []pgtype.UUID
+		if err := br.QueryRow().Scan(&raw); err != nil {
+			return err
+		}
+		dups = w.dups(raw)
+		return nil
+	}}
+	claimErr := s.claim(ctx, claims, run, out, lead)
+	switch {
+	case lead.committed:
+		seen = lead.first
+	case lead.sent && !rolledBack(ctx, lead.err):
+		// The connection or the deadline went with the batch: the
+		// segments may have committed, so they are not written again (a
+		// retry with the same transaction ids finds them).
+		dups, err = nil, fmt.Errorf("error appending segments: %w", translateCtx(ctx, lead.err))
+	default:
+		dups, err = s.Append(ctx, segs)
+		claimErr = s.claimAgain(ctx, claims, run, out, lead, claimErr)
+	}
+	failClaims(out, run, claimErr)
+	return dups, out, seen, err
+}
+
+// claimAgain runs the claims of a round whose lead did not commit and was
+// applied alone: again, when the lead was sent (its batch rolled back, and
+// the claims that failed with it); otherwise their outcome claimErr stands.
+func (s *Store) claimAgain(ctx context.Context, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *roundLead, claimErr error) error {
+	if lead.sent && claimErr != nil {
+		return s.claim(ctx, claims, run, out, nil)
+	}
+	return claimErr
+}
+
+// failClaims gives every claim of run the error err, when there is one.
+func failClaims(out []queengo.ClaimResult, run []int, err error) {
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("error claiming: %w", err)
+	for _, i := range run {
+		out[i] = queengo.ClaimResult{Err: err}
+	}
 }
 
 // prepareClaims makes the results of claims and lists the ones to run: a
@@ -121,7 +192,7 @@ func prepareClaims(claims []queengo.ClaimParams) (out []queengo.ClaimResult, run
 // and carries more than one claim, each claim runs again alone so only the
 // failing one reports its error (not when the failed batch carried the
 // lead). The error is what every claim shares.
-func (s *Store) claim(ctx context.Context, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *ackLead) error {
+func (s *Store) claim(ctx context.Context, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *roundLead) error {
 	var rerun bool
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		err := s.claimRound(ctx, c, claims, run, out, lead)
@@ -195,7 +266,7 @@ const readyMax = 1000
 // stores their results in out, one scope after the other; lead, when not
 // nil, goes first in the first scope's first batch. An error is returned
 // only when nothing of the round but maybe lead was applied.
-func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *ackLead) error {
+func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *roundLead) error {
 	var scopes [][]int
 	for _, i := range run {
 		k := slices.IndexFunc(scopes, func(sc []int) bool { return slices.Equal(claims[sc[0]].QueueIDs, claims[i].QueueIDs) })
@@ -255,9 +326,10 @@ type scopeRound struct {
 	// pre are statements that go first in the next batch: the subscription
 	// records, first contacts.
 	pre []preStatement
-	// lead, until sent, goes first in the next batch (AckClaim); riding is
-	// it while it rides in the batch under way.
-	lead, riding *ackLead
+	// lead, until sent, goes first in the next batch (AckClaim,
+	// AppendClaim); riding is it while it rides in the batch under way.
+	lead, riding *roundLead
+	batched      bool // a batch of the round was started
 }
 
 type preStatement struct {
@@ -402,8 +474,8 @@ func (r *scopeRound) read(ctx context.Context, c *pgxpool.Conn) error {
 
 // leadRides reports whether the lead goes in the next batch: not sent yet,
 // and no statement waits in pre. Subscription records and first contacts
-// lock before cursors do (docs/architecture.md, "Lock order"), and the ack
-// locks cursors, so it never shares their transaction.
+// lock before cursors do (docs/architecture.md, "Lock order"), and an ack
+// locks cursors, so a lead never shares their transaction.
 func (r *scopeRound) leadRides() bool { return r.lead != nil && len(r.pre) == 0 }
 
 // batch starts a batch with the lead, when it rides, or the statements
@@ -411,10 +483,11 @@ func (r *scopeRound) leadRides() bool { return r.lead != nil && len(r.pre) == 0 
 func (r *scopeRound) batch() *pgx.Batch {
 	b := &pgx.Batch{}
 	if r.leadRides() {
-		r.lead.call.queue(b)
-		r.lead.sent = true
+		r.lead.queue(b)
+		r.lead.sent, r.lead.first = true, !r.batched
 		r.lead, r.riding = nil, r.lead
 	}
+	r.batched = true
 	for _, st := range r.pre {
 		b.Queue(st.sql, st.args...)
 	}
@@ -425,11 +498,9 @@ func (r *scopeRound) batch() *pgx.Batch {
 // pre that start br, and empties pre.
 func (r *scopeRound) sendPre(br pgx.BatchResults) error {
 	if l := r.riding; l != nil {
-		res := make([]queengo.AckResult, len(l.call.items))
-		if err := l.call.read(br, res); err != nil {
+		if err := l.read(br); err != nil {
 			return err
 		}
-		l.res = res
 	}
 	for range r.pre {
 		if _, err := br.Exec(); err != nil {
@@ -449,9 +520,6 @@ func (r *scopeRound) close(br pgx.BatchResults, err error) error {
 	if l := r.riding; l != nil {
 		r.riding = nil
 		l.committed, l.err = err == nil, err
-		if err != nil {
-			l.res = nil
-		}
 	}
 	return err
 }
@@ -622,7 +690,7 @@ func (r *scopeRound) handOut() []*takeCall {
 // results of the pops in out, and which partitions are taken, gone or still
 // free.
 func (r *scopeRound) take(ctx context.Context, c *pgxpool.Conn, calls []*takeCall, out []queengo.ClaimResult) error {
-	// An ack riding in the batch commits synchronously.
+	// A lead riding in the batch commits synchronously.
 	async := !r.leadRides() && r.asyncCommit(calls)
 	b := r.batch()
 	if async {
