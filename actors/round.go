@@ -157,8 +157,9 @@ func (r *claimRound) answerOrphaned(d *deps) {
 // the partitions of single-partition pops the actor does not know yet, then
 // hands every claim that has somewhere to look to the store in one call,
 // with the round's commit (AppendClaim) or acks (AckClaim) when it carries
-// any, and returns the acks' results or their error. A failed lookup or claim is that pop's failure
-// only; a failed scope load or Claim call fails the whole round.
+// any, and returns the acks' results or their error. A failed lookup or
+// claim is that pop's failure only; a failed scope load or Claim call fails
+// the whole round.
 func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult, error) {
 	if r.scope != nil {
 		qs, err := store.QueuesInScope(ctx, r.scope.namespace, r.scope.task)
