@@ -13,7 +13,9 @@ import (
 const healthTimeout = 2 * time.Second
 
 func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
-	c, cancel := context.WithTimeout(ctx, healthTimeout)
+	// Not derived from ctx: a timer that fires as the handler returns
+	// would read the RequestCtx's values while fasthttp recycles it.
+	c, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	err := s.broker.Health(c)
 	cancel()
 	status, db, code := "healthy", "connected", fasthttp.StatusOK

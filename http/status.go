@@ -424,7 +424,9 @@ func (s *Server) handleStatusAnalytics(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleStatusBuffers(ctx *fasthttp.RequestCtx) {
-	c, cancel := context.WithTimeout(ctx, healthTimeout)
+	// Not derived from ctx: a timer that fires as the handler returns
+	// would read the RequestCtx's values while fasthttp recycles it.
+	c, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	err := s.broker.Health(c)
 	cancel()
 	// pending and failed are this process's file buffer (issue 13); one
