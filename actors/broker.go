@@ -346,7 +346,7 @@ func (b *Broker) pushDirect(ctx context.Context, items []queengo.PushItem) ([]qu
 	if b.closing.Load() {
 		return nil, queengo.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	ctx, cancel := requestBound(ctx, b.cfg.RequestTimeout)
 	defer cancel()
 	results := make([]queengo.PushResult, len(items))
 	byQueue := map[string][]int{}
@@ -451,7 +451,7 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 // (handOff); past the request timeout (or ctx's deadline, when earlier) Ack
 // fails with queengo.ErrTimeout, and the items may still be applied.
 func (b *Broker) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	ctx, cancel := requestBound(ctx, b.cfg.RequestTimeout)
 	defer cancel()
 	queue := b.leases.fillOffsets(items)
 	res, handed, err := b.handOff(ctx, queue, items)
@@ -600,4 +600,18 @@ func (f levelFilter) WithGroup(n string) slog.Handler {
 func databaseDown(err error) bool {
 	return errors.Is(err, queengo.ErrPool) || errors.Is(err, queengo.ErrTimeout) ||
 		errors.Is(err, queengo.ErrUnavailable) || errors.Is(err, queengo.ErrClosed)
+}
+
+// requestBound returns ctx's values, ended by timeout from now or by ctx's
+// own deadline when earlier, without ctx's cancellation: the HTTP layer's
+// context is fasthttp's RequestCtx, which is recycled once its request is
+// answered, and a timer of a context derived from it reads its values when
+// it fires, racing with the recycling when the handler returned on that
+// very timer.
+func requestBound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }

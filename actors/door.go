@@ -62,7 +62,7 @@ func (b *Broker) queueChanged(name string, deleted bool) {
 // (leaseBook). Otherwise PostgreSQL looks for them among every cursor, in a
 // transaction of its own: a scan must not hold up the shared ack commit.
 func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (string, queengo.AckFailure, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+	ctx, cancel := requestBound(ctx, b.cfg.RequestTimeout)
 	defer cancel()
 	var (
 		e   queengo.LeaseExtension
