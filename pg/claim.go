@@ -102,9 +102,10 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 // is true the claims ran after the write in its transaction, so a pop finds
 // the messages the segments bring and gets them with their commit (a queue
 // actor's commit that carries the claim round of its parked pops). seen is
-// false when the claims could not follow the write (a group's first contact
-// or subscription record went first, or the write failed and ran again
-// alone): they may have missed it. When the batch the segments rode in does
+// false when the claims could not follow the write (a group's subscription
+// record went first, or the write failed and ran again alone): they may have
+// missed it. A first contact does not: it is found by the statements the
+// write rides with, and the claims after it see the write. When the batch the segments rode in does
 // not commit, they are written alone and the claims after them. The error is
 // the segments' (the claims' failures are in their results' Err).
 func (s *Store) AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) (dups [][]uuid.UUID, res []queengo.ClaimResult, seen bool, err error) {
