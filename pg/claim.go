@@ -105,9 +105,10 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 // false when the claims could not follow the write (a group's subscription
 // record went first, or the write failed and ran again alone): they may have
 // missed it. A first contact does not: it is found by the statements the
-// write rides with, and the claims after it see the write. When the batch the segments rode in does
-// not commit, they are written alone and the claims after them. The error is
-// the segments' (the claims' failures are in their results' Err).
+// write rides with, and the claims after it see the write. When the batch
+// the segments rode in does not commit, they are written alone and the
+// claims after them. The error is the segments' (the claims' failures are in
+// their results' Err).
 func (s *Store) AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) (dups [][]uuid.UUID, res []queengo.ClaimResult, seen bool, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
