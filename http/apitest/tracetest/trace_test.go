@@ -275,9 +275,11 @@ func TestTraces_Pagination(t *testing.T) {
 			t.Fatalf("names not most recently seen first: %+v before %+v", all.Names[i-1], all.Names[i])
 		}
 	}
-	// Far past the end: the tests running beside this one add names.
+	// Far past the end: no names, and the total still counts the ones
+	// there are (this test's at least: the tests running beside this one
+	// add names and, deleting their queues, remove theirs).
 	if past := names(t, s, "limit", "10", "offset", fmt.Sprint(*all.Total+100000)); len(past.Names) != 0 ||
-		*past.Total < *all.Total {
+		*past.Total < 1 {
 		t.Fatalf("names past the end: %+v, total %d", past.Names, *past.Total)
 	}
 }
