@@ -112,9 +112,13 @@ func TestL2_ExtendedLeaseIsNotRedelivered(t *testing.T) {
 	s := shared(t)
 	q := apitest.Unique(t, "l2-holds")
 	s.PushN(t, q, "", 1)
-	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "1"))
+	// The original lease is 3 s: room for the extend to land on a loaded
+	// machine (its ack coalescer may wait for a commit in flight); the pop
+	// then comes after that lease would have ended.
+	p := s.PopOK(t, apitest.PopQueue(q, "leaseSeconds", "3"))
+	popped := time.Now()
 	extendOK(t, s, p.LeaseID, map[string]any{"seconds": 30})
-	time.Sleep(1300 * time.Millisecond)
+	time.Sleep(time.Until(popped.Add(3300 * time.Millisecond)))
 	s.PopEmpty(t, apitest.PopQueue(q))
 	if r := s.AckOK(t, p.Messages[0], "completed", ""); !r.LeaseReleased {
 		t.Fatalf("%+v", r)
