@@ -544,22 +544,23 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 
 // TestD12_DisconnectedClientDroppedFromPark: a client that disconnects is
 // removed from the park, so a message pushed after it left goes to the next
-// client rather than to a lease nobody holds.
+// client rather than to a lease nobody holds. On a broker of its own that
+// samples parked pops every 100 ms: the push waits until the park is empty.
 func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 	t.Parallel()
-	s := shared(t)
+	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100")
 	q := apitest.Unique(t, "gone")
+	s.Configure(t, q, map[string]any{}) // the sampler counts the queues it lists
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := &http.Client{Transport: &http.Transport{}}
-	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "10000"))
-	if o, parked := pending(ch, 400*time.Millisecond); !parked {
-		t.Fatalf("answered %d %q before anything was pushed", o.r.Status, o.r.Body)
-	}
+	// Its timeout outlasts WaitParked's 15 s: only dropping it empties the park.
+	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "60000"))
+	s.WaitParked(t, q, 1)
 	cancel()
 	if o := <-ch; o.err == nil {
 		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
 	}
-	time.Sleep(1200 * time.Millisecond) // the broker checks parked sockets every 500ms
+	s.WaitParked(t, q, 0) // the broker checks parked sockets every 500 ms
 	txs := s.PushN(t, q, "Default", 1).TxIDs()
 	other := &http.Client{Transport: &http.Transport{}}
 	r, err := s.WithClient(other).PopCtx(context.Background(),
