@@ -247,14 +247,21 @@ func (a *queueActor) commitRound(batch []*partitionWriter) *claimRound {
 		return nil
 	}
 	now := a.d.clock.Now()
-	for _, w := range batch {
-		a.ready.offer(w.segPID, "")
-	}
-	a.pops.wake(now, len(batch)*max(len(a.ready.groups), 1))
+	a.offerWritten(batch, now)
 	if r := a.newRound(a.pops.take(), now); len(r.ws) > 0 {
 		return r
 	}
 	return nil
+}
+
+// offerWritten marks the partitions the writers' segments went to ready for
+// every group and wakes the pops in scope: each written partition may serve
+// one pop of every group.
+func (a *queueActor) offerWritten(ws []*partitionWriter, now time.Time) {
+	for _, w := range ws {
+		a.ready.offer(w.segPID, "")
+	}
+	a.pops.wake(now, len(ws)*max(len(a.ready.groups), 1))
 }
 
 // committed marks the written partitions ready and wakes the parked pops in
@@ -274,16 +281,12 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone, wake bool) {
 			if ref, ok := a.parts[w.name]; ok && ref.id != w.segPID {
 				a.parts[w.name] = partRef{id: w.segPID, at: now} // created again
 			}
-			if wake {
-				a.ready.offer(w.segPID, "")
-			}
 			if a.d.announce != nil {
 				a.d.announce(a.name, w.segPID)
 			}
 		}
-		// Each written partition may serve one pop of every group.
 		if wake {
-			a.pops.wake(now, len(m.writers)*max(len(a.ready.groups), 1))
+			a.offerWritten(m.writers, now)
 		}
 		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
 	}

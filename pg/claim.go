@@ -71,27 +71,18 @@ func (s *Store) AckClaim(ctx context.Context, items []queengo.AckItem, claims []
 	defer cancel()
 	out, run := prepareClaims(claims)
 	call := newAckCall(items)
-	var res []queengo.AckResult
+	var res, got []queengo.AckResult
 	lead := &roundLead{queue: call.queue, read: func(br pgx.BatchResults) error {
-		res = make([]queengo.AckResult, len(items))
-		return call.read(br, res)
+		got = make([]queengo.AckResult, len(items))
+		return call.read(br, got)
 	}}
-	var claimErr error
-	if len(run) > 0 {
-		claimErr = s.claim(ctx, claims, run, out, lead)
-	}
-	var err error
-	switch {
-	case lead.committed:
-	case lead.sent && !rolledBack(ctx, lead.err):
-		// The connection or the deadline went with the batch: the acks
-		// may have committed, so they are not applied again.
-		res, err = nil, fmt.Errorf("error acking: %w", translateCtx(ctx, lead.err))
-	default:
+	err := s.withLead(ctx, claims, run, out, lead, "acking", func() (err error) {
 		res, err = s.Ack(ctx, items)
-		claimErr = s.claimAgain(ctx, claims, run, out, lead, claimErr)
+		return err
+	})
+	if lead.committed {
+		res = got
 	}
-	failClaims(out, run, claimErr)
 	return res, out, err
 }
 
@@ -114,41 +105,56 @@ func (s *Store) AppendClaim(ctx context.Context, segs []queengo.Segment, claims 
 	defer cancel()
 	out, run := prepareClaims(claims)
 	w, err := encodeSegments(segs, s.seal)
-	if err != nil || len(run) == 0 {
-		// Nothing rides: the write (or its error) alone, the claims after it.
-		if err == nil {
-			dups, err = s.Append(ctx, segs)
-		} else {
-			err = fmt.Errorf("error appending segments: %w", err)
-		}
+	if err != nil {
+		// Nothing to write: the error, and the claims alone.
 		if len(run) > 0 {
 			failClaims(out, run, s.claim(ctx, claims, run, out, nil))
 		}
-		return dups, out, false, err
+		return nil, out, false, fmt.Errorf("error appending segments: %w", err)
 	}
+	var got [][]uuid.UUID
 	lead := &roundLead{queue: w.queue, read: func(br pgx.BatchResults) error {
 		var raw []pgtype.UUID
 		if err := br.QueryRow().Scan(&raw); err != nil {
 			return err
 		}
-		dups = w.dups(raw)
+		got = w.dups(raw)
 		return nil
 	}}
-	claimErr := s.claim(ctx, claims, run, out, lead)
+	// A lost connection may have committed the segments: they are not
+	// written again (a retry with the same transaction ids finds them).
+	err = s.withLead(ctx, claims, run, out, lead, "appending segments", func() (err error) {
+		dups, err = s.Append(ctx, segs)
+		return err
+	})
+	if lead.committed {
+		dups, seen = got, lead.first
+	}
+	return dups, out, seen, err
+}
+
+// withLead serves the claims run (into out) with lead at the head of their
+// first batch, then settles the lead: committed there, it stands; when its
+// batch went with the connection or the deadline it may have committed, so
+// it is not applied again and fails ("error <what>: ..."); when the batch
+// rolled back, or no batch carried it (no claim to run), alone applies it
+// by itself and the claims that failed with it run again. It returns the
+// lead's error; the claims' failures are in their results' Err.
+func (s *Store) withLead(ctx context.Context, claims []queengo.ClaimParams, run []int, out []queengo.ClaimResult, lead *roundLead, what string, alone func() error) error {
+	var claimErr, err error
+	if len(run) > 0 {
+		claimErr = s.claim(ctx, claims, run, out, lead)
+	}
 	switch {
 	case lead.committed:
-		seen = lead.first
 	case lead.sent && !rolledBack(ctx, lead.err):
-		// The connection or the deadline went with the batch: the
-		// segments may have committed, so they are not written again (a
-		// retry with the same transaction ids finds them).
-		dups, err = nil, fmt.Errorf("error appending segments: %w", translateCtx(ctx, lead.err))
+		err = fmt.Errorf("error %s: %w", what, translateCtx(ctx, lead.err))
 	default:
-		dups, err = s.Append(ctx, segs)
+		err = alone()
 		claimErr = s.claimAgain(ctx, claims, run, out, lead, claimErr)
 	}
 	failClaims(out, run, claimErr)
-	return dups, out, seen, err
+	return err
 }
 
 // claimAgain runs the claims of a round whose lead did not commit and was
