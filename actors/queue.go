@@ -555,6 +555,8 @@ func (a *queueActor) fail(err error) {
 		failPushes([]*appendReq{m}, err)
 	case *ackRequest:
 		m.answer(ackOutcome{err: err})
+	case *claimRound:
+		m.answerBack(a.d, err)
 	}
 	for _, r := range a.acks {
 		r.answer(ackOutcome{err: err})

@@ -129,28 +129,47 @@ func (r *claimRound) orphan(d *deps, err error) {
 	}
 }
 
-// answerOrphaned answers every pop of a round whose actor failed: its
-// messages, or its own failure, or else the actor's (no actor is left to
-// park or hold it; it claimed nothing). It writes nothing to the waiters,
-// which the failed actor's replacement may still touch (cancelPop): each
-// reply channel has room for the one answer, which a pop that failAll
-// skipped never got.
+// answerOrphaned answers every pop of a round whose actor failed while the
+// round was out (orphan). It writes nothing to the waiters, which the failed
+// actor's replacement may still touch (cancelPop): each reply channel has
+// room for the one answer, which a pop that failAll skipped never got.
 func (r *claimRound) answerOrphaned(d *deps) {
 	now := d.clock.Now()
 	for i, w := range r.ws {
-		reply := popReply{err: r.failed}
-		switch r.outcome(i) {
-		case outcomeFailed:
-			reply.err = r.failure(i)
-		case outcomeDelivered:
-			d.leases.bookDelivered(w, &r.res[i], now)
-			reply = popReply{res: r.delivered(i)}
-		}
 		select {
-		case w.reply <- reply:
+		case w.reply <- r.last(d, i, now):
 		default:
 		}
 	}
+}
+
+// answerBack answers the pops of a round that came back to an actor which
+// then failed handling it (the round no longer counts as in flight, so
+// failAll does not see it), on the failed actor's goroutine: each pop the
+// actor had not answered yet gets what answerOrphaned would give it (one
+// it had parked or held again gets err here, and failAll skips it).
+func (r *claimRound) answerBack(d *deps, err error) {
+	r.failed = err
+	now := d.clock.Now()
+	for i, w := range r.ws {
+		if !w.answered && !w.cancelled {
+			answer(w, r.last(d, i, now))
+		}
+	}
+}
+
+// last is the i-th pop's answer when no actor is left to park or hold it:
+// its messages (their lease booked), its own failure, or else the actor's
+// (it claimed nothing).
+func (r *claimRound) last(d *deps, i int, now time.Time) popReply {
+	switch r.outcome(i) {
+	case outcomeFailed:
+		return popReply{err: r.failure(i)}
+	case outcomeDelivered:
+		d.leases.bookDelivered(r.ws[i], &r.res[i], now)
+		return popReply{res: r.delivered(i)}
+	}
+	return popReply{err: r.failed}
 }
 
 // run executes the round: it loads the scope's queues when asked, looks up

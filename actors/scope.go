@@ -180,8 +180,11 @@ func (a *scopeActor) fail(err error) {
 			a.d.log.Error("answering the pops of a failed scope actor failed", "panic", r)
 		}
 	}()
-	if w, ok := a.failedOn.(*waiter); ok {
-		answer(w, popReply{err: err})
+	switch m := a.failedOn.(type) {
+	case *waiter:
+		answer(m, popReply{err: err})
+	case *claimRound:
+		m.answerBack(a.d, err)
 	}
 	a.pops.failAll(err)
 	a.d.signals.failed()

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,73 @@ func TestClose_HeldPopWhoseRoundWasInFlightAnswersEmpty(t *testing.T) {
 	close(release)
 	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
 		t.Fatalf("answer %+v, want empty", r)
+	}
+}
+
+// panicClock is a testClock that panics at its first Now after the first
+// claim round comes back to an actor (failOnFirstRound), as a bug in the
+// actor's handling of the round would.
+type panicClock struct {
+	*testClock
+	armed, used atomic.Bool
+}
+
+func (c *panicClock) Now() time.Time {
+	if c.armed.CompareAndSwap(true, false) {
+		panic("a bug")
+	}
+	return c.testClock.Now()
+}
+
+// failOnFirstRound is receiver middleware that arms c as the first claim
+// round reaches its actor: the actor fails inside its handling of the round.
+func (c *panicClock) failOnFirstRound(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(ctx actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*claimRound); ok && c.used.CompareAndSwap(false, true) {
+			c.armed.Store(true)
+		}
+		next(ctx, env)
+	}
+}
+
+// TestSupervision_FailureHandlingARoundAnswersItsPops: an actor that fails
+// while it handles a claim round that came back (no longer in flight, so
+// not among the rounds a failure orphans) still answers the round's pops: a
+// pop that claimed a message gets it, never a hang; the replacement serves
+// the next pop.
+func TestSupervision_FailureHandlingARoundAnswersItsPops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		target any
+		req    func() *queengo.PopRequest
+	}{
+		{"queue", "q", func() *queengo.PopRequest { return &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1} }},
+		{"scope", scopeKey{namespace: "ns"}, func() *queengo.PopRequest {
+			return &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeStore()
+			f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+				return deliverOwn(claims), nil
+			}
+			clock, signals := &panicClock{testClock: newTestClock()}, &testSignals{}
+			signals.restarted.init()
+			b := newTestBrokerWith(t, Config{Store: f, RequestTimeout: 5 * time.Second}, func(d *deps) {
+				d.clock, d.signals = clock, signals
+				d.props = []actor.PropsOption{actor.WithReceiverMiddleware(clock.failOnFirstRound)}
+			})
+			w := sendPop(b, tc.target, tc.req())
+			waitFor(t, &signals.restarted, "the failed actor answering", 5*time.Second)
+			r := await(t, w, time.Second)
+			if r.err != nil || len(r.res.Messages) != 1 || r.res.Messages[0].TransactionID != w.leaseID.String() {
+				t.Fatalf("the pop of the round answered %+v %v, want the message it claimed", r.res, r.err)
+			}
+			if r := await(t, sendPop(b, tc.target, tc.req()), 5*time.Second); r.err != nil || len(r.res.Messages) != 1 {
+				t.Fatalf("pop after the restart: %+v %v", r.res, r.err)
+			}
+		})
 	}
 }
