@@ -357,6 +357,15 @@ var (
 	// process); nothing was written, and sending it again applies the new
 	// settings.
 	ErrQueueChanged = errors.New("queue settings changed during the write")
+	// ErrActorFailed: the broker actor that held the request failed (a
+	// panic, logged with its stack) and was replaced; the next request is
+	// served by the fresh one. A push answered with it may have been stored
+	// anyway: sending it again with the same transaction ids stores each
+	// item once.
+	ErrActorFailed = errors.New("broker actor failed")
+	// ErrTooManyParked: a long poll found nothing and its queue or scope
+	// already keeps as many parked pops as the broker allows.
+	ErrTooManyParked = errors.New("too many parked pops")
 )
 
 // ConflictError is the failure of a transaction whose ack did not hold;

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
@@ -20,18 +19,6 @@ const (
 	// it is passivated. Respawning costs one queue lookup at the next pop,
 	// so minutes are plenty.
 	idleAfterDefault = 5 * time.Minute
-)
-
-var (
-	// errActorFailed answers every request an actor held when it failed (a
-	// panic); the actor is replaced at once and the next request is served
-	// by the fresh one. A push answered with it may have been stored
-	// anyway: sending it again with the same transaction ids stores each
-	// item once.
-	errActorFailed = errors.New("broker actor failed")
-	// errTooManyParked answers a long poll that found nothing when its
-	// actor already keeps deps.maxParked pops parked.
-	errTooManyParked = errors.New("too many parked pops")
 )
 
 // deps is what the actors need from outside the tree, handed to each as one

@@ -160,8 +160,8 @@ func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
 	}()
 	waitChan(t, held, "the ack reaching the actor")
 	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
-	if err := waitChan(t, answered, "the held ack's answer"); !errors.Is(err, errActorFailed) {
-		t.Fatalf("the held ack answered %v, want errActorFailed", err)
+	if err := waitChan(t, answered, "the held ack's answer"); !errors.Is(err, queengo.ErrActorFailed) {
+		t.Fatalf("the held ack answered %v, want ErrActorFailed", err)
 	}
 }
 

@@ -132,7 +132,8 @@ func TestParkingLot_HoldEndsAtHoldUntil(t *testing.T) {
 }
 
 // TestParkingLot_RefusesPastMax: the lot parks at most max pops; the next
-// one is refused (its pop answers errTooManyParked) until one leaves.
+// one is refused (its pop answers queengo.ErrTooManyParked) until one
+// leaves.
 func TestParkingLot_RefusesPastMax(t *testing.T) {
 	t.Parallel()
 	l := newParkingLot(testBackoff, 2)

@@ -166,7 +166,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.checkIdle(ctx)
 		return
 	case *actor.Restarting:
-		a.fail(errActorFailed)
+		a.fail(queengo.ErrActorFailed)
 		return
 	default:
 		return

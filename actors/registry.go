@@ -63,9 +63,9 @@ type directory struct {
 // discovery scope on demand, and it supervises them:
 //
 //   - A panic in an actor is a bug, not a state to live with: the actor
-//     answers every request it holds with errActorFailed (never a hang) and
-//     is replaced by a fresh one on the same mailbox, so requests that
-//     queued behind the failure are served (HandleFailure). It is never
+//     answers every request it holds with queengo.ErrActorFailed (never a
+//     hang) and is replaced by a fresh one on the same mailbox, so requests
+//     that queued behind the failure are served (HandleFailure). It is never
 //     stopped for failing: a stopped actor's queued messages would be
 //     dropped unanswered.
 //   - Every deps.idleAfter the registry asks each actor checkIdle; one that
@@ -175,8 +175,8 @@ func (r *registry) answered(pid *actor.PID) {
 
 // HandleFailure is the registry's supervision decision for a child that
 // panicked: restart it. The old incarnation first answers every request it
-// held with errActorFailed (on actor.Restarting); the fresh one takes over
-// the mailbox. The panic and its stack were logged by the actor.
+// held with queengo.ErrActorFailed (on actor.Restarting); the fresh one takes
+// over the mailbox. The panic and its stack were logged by the actor.
 func (r *registry) HandleFailure(_ *actor.ActorSystem, s actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics,
 	reason, message any) {
 	actorRestarts.Inc()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/queengo/queengo"
 )
 
 // popScheduler is the pop side that queue and scope actors share: the pops
@@ -77,7 +79,7 @@ func (s *popScheduler) finished(r *claimRound) bool {
 }
 
 // empty answers a pop that found nothing, or parks it: a long poll before
-// its deadline. A full parking lot answers errTooManyParked.
+// its deadline. A full parking lot answers queengo.ErrTooManyParked.
 func (s *popScheduler) empty(w *waiter, now time.Time) {
 	if s.closing || !w.req.Wait || !now.Before(w.deadline) {
 		answer(w, popReply{})
@@ -85,7 +87,7 @@ func (s *popScheduler) empty(w *waiter, now time.Time) {
 	}
 	if !s.lot.park(w, now) {
 		parkRefused.Inc()
-		answer(w, popReply{err: errTooManyParked})
+		answer(w, popReply{err: queengo.ErrTooManyParked})
 	}
 }
 

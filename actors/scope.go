@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
 )
 
 // scopeRefresh is how long a discovery scope trusts its list of queues; a
@@ -95,7 +97,7 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		a.checkIdle(ctx)
 		return
 	case *actor.Restarting:
-		a.fail(errActorFailed)
+		a.fail(queengo.ErrActorFailed)
 		return
 	default:
 		return

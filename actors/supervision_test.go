@@ -93,13 +93,13 @@ func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
 
 		s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
 		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
-		if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
-			t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+		if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
+			t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 		}
 		select {
 		case err := <-pushed:
-			if !errors.Is(err, errActorFailed) {
-				t.Fatalf("the push in flight answered %v, want errActorFailed", err)
+			if !errors.Is(err, queengo.ErrActorFailed) {
+				t.Fatalf("the push in flight answered %v, want ErrActorFailed", err)
 			}
 		case <-time.After(time.Second):
 			t.Fatal("the push in flight was not answered")
@@ -121,8 +121,8 @@ func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
 		parked := sendPop(s.b, k, &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 		s.b.system.Root.Send(s.b.scopeHandle(k).pid, &testPanic{})
 		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
-		if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
-			t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+		if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
+			t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 		}
 		if r := await(t, sendPop(s.b, k, &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1}), 5*time.Second); r.err != nil {
 			t.Fatalf("pop after the restart: %v", r.err)
@@ -178,8 +178,8 @@ func TestPassivation_ActorWithAParkedPopStays(t *testing.T) {
 }
 
 // TestLongPoll_TooManyParkedIsAnError: past deps.maxParked parked pops, a
-// long poll that finds nothing answers errTooManyParked instead of parking;
-// the parked ones wait on.
+// long poll that finds nothing answers queengo.ErrTooManyParked instead of
+// parking; the parked ones wait on.
 func TestLongPoll_TooManyParkedIsAnError(t *testing.T) {
 	t.Parallel()
 	b := newTestBrokerWith(t, Config{Store: newFakeStore(), ClaimsInFlight: 1}, func(d *deps) { d.maxParked = 1 })
@@ -187,8 +187,8 @@ func TestLongPoll_TooManyParkedIsAnError(t *testing.T) {
 		return sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 	}
 	first := long()
-	if r := await(t, long(), 5*time.Second); !errors.Is(r.err, errTooManyParked) {
-		t.Fatalf("the second long poll answered %+v %v, want errTooManyParked", r.res, r.err)
+	if r := await(t, long(), 5*time.Second); !errors.Is(r.err, queengo.ErrTooManyParked) {
+		t.Fatalf("the second long poll answered %+v %v, want ErrTooManyParked", r.res, r.err)
 	}
 	select {
 	case r := <-first.reply:
@@ -259,8 +259,8 @@ func TestSupervision_PopWhoseRoundWasInFlightGetsWhatItClaimed(t *testing.T) {
 	parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
 	waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
-	if r := await(t, parked, time.Second); !errors.Is(r.err, errActorFailed) {
-		t.Fatalf("the parked pop answered %+v %v, want errActorFailed", r.res, r.err)
+	if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
+		t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 	}
 	select {
 	case r := <-claiming.reply:

@@ -257,6 +257,12 @@ var (
 	errBufferFull  = apiError{fasthttp.StatusServiceUnavailable, "file_buffer_full", "file buffer is full"}
 	errBufferWrite = apiError{fasthttp.StatusInternalServerError, "file_buffer_write_failed", "File buffer write failed"}
 	errNoBuffer    = apiError{fasthttp.StatusServiceUnavailable, "file_buffer_missing", "push maintenance is on and this broker has no file buffer (FILE_BUFFER_DIR)"}
+	// A broker actor failed while it held the request (logged with its
+	// stack) and was replaced: a bug, not the database's fault.
+	errActorFailed    = apiError{fasthttp.StatusInternalServerError, "actor_failed", "internal error"}
+	errPopActorFailed = apiError{fasthttp.StatusInternalServerError, "pop_actor_failed", "pop failed"}
+	// A long poll past the parked pops its queue or scope may keep.
+	errTooManyParked = apiError{fasthttp.StatusServiceUnavailable, "too_many_parked", "too many parked pops: try again later"}
 )
 
 // The router's and the HTTP server's own errors, met before a handler runs.
@@ -300,6 +306,8 @@ var typedErrors = []struct {
 	{queengo.ErrBufferFull, errBufferFull, errPopFailed},
 	{queengo.ErrBufferWrite, errBufferWrite, errPopFailed},
 	{queengo.ErrNoBuffer, errNoBuffer, errPopFailed},
+	{queengo.ErrActorFailed, errActorFailed, errPopActorFailed},
+	{queengo.ErrTooManyParked, errTooManyParked, errTooManyParked},
 }
 
 // failure is the answer to err, a failure the broker reported, on every
