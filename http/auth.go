@@ -87,30 +87,6 @@ const (
 	tokenCacheMax = 4096
 )
 
-// The answers of a refused request: the reference server's messages.
-var (
-	errAuthRequired     = apiError{fasthttp.StatusUnauthorized, "auth_required", "Authentication required"}
-	errForbidden        = apiError{fasthttp.StatusForbidden, "forbidden", "Insufficient permissions"}
-	errTokenExpired     = apiError{fasthttp.StatusUnauthorized, "token_expired", "Token has expired"}
-	errTokenNotYetValid = apiError{fasthttp.StatusUnauthorized, "token_not_yet_valid", "Token is not yet valid"}
-	errTokenSignature   = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
-	errTokenIssuer      = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
-	errTokenAudience    = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
-	errJWKSFetch        = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
-)
-
-func errUnknownKID(kid string) apiError {
-	return apiError{fasthttp.StatusUnauthorized, "token_key_unknown", "Unknown key ID: " + kid}
-}
-
-func errTokenDecode(err error) apiError {
-	return apiError{fasthttp.StatusUnauthorized, "token_malformed", "Token decode error: " + err.Error()}
-}
-
-func errTokenInvalid(err error) apiError {
-	return apiError{fasthttp.StatusUnauthorized, "token_invalid", "Token verification failed: " + err.Error()}
-}
-
 // authVerified counts full token checks: the cache's misses.
 var authVerified = metrics.NewCounter(`queengo_auth_signature_checks_total`)
 
@@ -333,9 +309,9 @@ func (r refusal) Error() string { return r.Message }
 
 func (a *Auth) algorithmError(alg string) refusal {
 	if a.cfg.Algorithm == "auto" {
-		return refusal{apiError{fasthttp.StatusUnauthorized, "token_algorithm_unsupported", "Unsupported algorithm: " + alg}}
+		return refusal{errAlgorithmUnsupported(alg)}
 	}
-	return refusal{apiError{fasthttp.StatusUnauthorized, "token_algorithm_mismatch", "Token uses " + alg + ", expected " + a.cfg.Algorithm}}
+	return refusal{errAlgorithmMismatch(alg, a.cfg.Algorithm)}
 }
 
 // tokenError maps a failed verification onto the answer the reference

@@ -160,6 +160,8 @@ var (
 	errQueueNotFound      = apiError{fasthttp.StatusNotFound, "queue_not_found", "queue not found"}
 	errPartitionNotFound  = apiError{fasthttp.StatusNotFound, "partition_not_found", "partition not found"}
 	errGroupNotFound      = apiError{fasthttp.StatusNotFound, "consumer_group_not_found", "consumer group not found"}
+	// A MissingError naming none of the above: a bug in the layer that made it.
+	errNotFound = apiError{fasthttp.StatusNotFound, "not_found", "not found"}
 )
 
 // missingEntry is the 404 of a *queengo.MissingError: the entry of the
@@ -173,7 +175,7 @@ func missingEntry(m *queengo.MissingError) apiError {
 	case queengo.MissingGroup:
 		return errGroupNotFound
 	}
-	return apiError{fasthttp.StatusNotFound, "not_found", m.Error()}
+	return errNotFound
 }
 
 // errTxConflict is a transaction whose ack did not hold (409, nothing
@@ -264,6 +266,39 @@ var (
 	// A long poll past the parked pops its queue or scope may keep.
 	errTooManyParked = apiError{fasthttp.StatusServiceUnavailable, "too_many_parked", "too many parked pops: try again later"}
 )
+
+// Authentication (http/auth.go): the answers of a refused request, the
+// reference server's messages.
+var (
+	errAuthRequired     = apiError{fasthttp.StatusUnauthorized, "auth_required", "Authentication required"}
+	errForbidden        = apiError{fasthttp.StatusForbidden, "forbidden", "Insufficient permissions"}
+	errTokenExpired     = apiError{fasthttp.StatusUnauthorized, "token_expired", "Token has expired"}
+	errTokenNotYetValid = apiError{fasthttp.StatusUnauthorized, "token_not_yet_valid", "Token is not yet valid"}
+	errTokenSignature   = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
+	errTokenIssuer      = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
+	errTokenAudience    = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
+	errJWKSFetch        = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
+)
+
+func errUnknownKID(kid string) apiError {
+	return apiError{fasthttp.StatusUnauthorized, "token_key_unknown", "Unknown key ID: " + kid}
+}
+
+func errTokenDecode(err error) apiError {
+	return apiError{fasthttp.StatusUnauthorized, "token_malformed", "Token decode error: " + err.Error()}
+}
+
+func errTokenInvalid(err error) apiError {
+	return apiError{fasthttp.StatusUnauthorized, "token_invalid", "Token verification failed: " + err.Error()}
+}
+
+func errAlgorithmUnsupported(alg string) apiError {
+	return apiError{fasthttp.StatusUnauthorized, "token_algorithm_unsupported", "Unsupported algorithm: " + alg}
+}
+
+func errAlgorithmMismatch(alg, want string) apiError {
+	return apiError{fasthttp.StatusUnauthorized, "token_algorithm_mismatch", "Token uses " + alg + ", expected " + want}
+}
 
 // The router's and the HTTP server's own errors, met before a handler runs.
 var (
