@@ -226,8 +226,7 @@ func start(o StartOpts) (*Server, error) {
 			return nil, fmt.Errorf("broker exited at start:\n%s", s.Logs())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
-			c.Close()
+		if s.answers() {
 			return s, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -305,13 +304,53 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// answers reports whether the broker's HTTP server answers /health (200, or
+// 503 while the database is away). A bare TCP connect is not enough: until
+// the broker listens, its port may be held by another test's listener (a
+// proxy, or freePort's own), and a start that took that for the broker
+// failed its first request with "connection refused".
+func (s *Server) answers() bool {
+	r, err := readyClient.Get(s.URL + "/health")
 	if err != nil {
-		return 0, err
+		return false
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	defer r.Body.Close()
+	_, _ = io.Copy(io.Discard, r.Body)
+	return r.StatusCode == http.StatusOK || r.StatusCode == http.StatusServiceUnavailable
+}
+
+// readyClient asks a starting broker whether it answers; no keep-alive, so
+// no connection outlives the check. Its timeout outlasts /health's own 2 s
+// database check, so a broker started without its database answers 503.
+var readyClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+var (
+	portsMu sync.Mutex
+	// portsGiven are the ports freePort handed out in this test process:
+	// one is never handed out twice, so two brokers started at once never
+	// race for the same port.
+	portsGiven = map[int]bool{}
+)
+
+// freePort returns a port no listener held a moment ago and that this
+// process has not handed out before.
+func freePort() (int, error) {
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		portsMu.Lock()
+		given := portsGiven[port]
+		portsGiven[port] = true
+		portsMu.Unlock()
+		if !given {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port in 100 tries")
 }
 
 var (
