@@ -28,9 +28,10 @@ import (
 // every claim of the group takes one partition (partitions=1, the default);
 // otherwise one claim_read of every such group comes first, and the
 // partitions are handed out to the claims here, within their budgets and
-// caps, for claim_take to lock. A group's first contact with partitions, a
-// pop carrying a subscription intent, a pop restricted to one partition and
-// a collision with a concurrent round add statements.
+// caps, for claim_take to lock (the pops of the single-partition route in
+// one more claim_take per group). A group's first contact with partitions,
+// a pop carrying a subscription intent and a collision with a concurrent
+// round add statements.
 //
 // One claim's failure never fails the others. A claim whose parameters
 // PostgreSQL would reject (a group that is not valid text, a number out of
@@ -606,10 +607,12 @@ func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batc
 }
 
 // takeCall is one claim_take: pops of one group served from a pool of its
-// claimable partitions (direct: the ones claim_take finds).
+// claimable partitions (direct: the ones claim_take finds; pinned: each pop
+// restricted to the partition at its slot).
 type takeCall struct {
 	group  int
 	direct bool
+	pinned bool
 	pool   []int // entries, in the order of preference
 	slots  []int // per row to lock, the number of its pop in pops (1-based)
 	pops   []int // the call's pops (indexes into scopeRound.pops)
@@ -620,11 +623,13 @@ type takeCall struct {
 // messages) and its cap, and returns the claim_take calls that lock them: one
 // per group for the pops that take any partition (its pool is every free
 // partition of the group, so rows locked elsewhere are skipped for the next
-// ones), one per pop restricted to a single partition. A direct group's
-// pops get one row each from the call, which finds the partitions itself.
+// ones), one per group for the pops restricted to a single partition (the
+// pinned call: its pool is their partitions, each for its own pop). A
+// direct group's pops get one row each from the call, which finds the
+// partitions itself.
 func (r *scopeRound) handOut() []*takeCall {
 	var calls []*takeCall
-	shared := make([]*takeCall, len(r.groups))
+	shared, pinned := make([]*takeCall, len(r.groups)), make([]*takeCall, len(r.groups))
 	for k := range r.groups {
 		r.groups[k].next = 0
 	}
@@ -654,7 +659,14 @@ func (r *scopeRound) handOut() []*takeCall {
 			e := slices.IndexFunc(g.entries, func(e roundEntry) bool { return e.pid == cl.Partition && e.state == entryFree })
 			if e >= 0 {
 				g.entries[e].state = entryReserved
-				calls = append(calls, &takeCall{group: p.group, pool: []int{e}, slots: []int{1}, pops: []int{pi}})
+				call := pinned[p.group]
+				if call == nil {
+					call = &takeCall{group: p.group, pinned: true}
+					pinned[p.group] = call
+					calls = append(calls, call)
+				}
+				call.pool, call.pops = append(call.pool, e), append(call.pops, pi)
+				call.slots = append(call.slots, len(call.pops))
 			}
 			continue
 		}
@@ -731,8 +743,8 @@ func (r *scopeRound) take(ctx context.Context, c *pgxpool.Conn, calls []*takeCal
 			}
 		}
 		b.Queue(`SELECT ord, claim, taken, held, partition_id, partition_name, queue_name, span_from, lease_ms,
-first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			r.queues, r.names[call.group], g.full, cands, pool, slots, budgets, mins, secs, autos, leases)
+first_offset, created_at, frames, dead, missing FROM queen.claim_take($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			r.queues, r.names[call.group], g.full, cands, pool, slots, budgets, mins, secs, autos, leases, call.pinned)
 	}
 	br := c.SendBatch(ctx, b)
 	// A failure at commit (Sync) rolls back every call read.

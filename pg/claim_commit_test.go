@@ -1,7 +1,10 @@
 package pg
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
@@ -20,5 +23,30 @@ func TestClaimTake_AsyncCommitOnlyWithoutAutoAck(t *testing.T) {
 	}
 	if r.asyncCommit([]*takeCall{{pops: []int{0}}, {pops: []int{1}}}) {
 		t.Error("a take carrying an autoAck pop commits asynchronously")
+	}
+}
+
+// TestHandOut_PopsOfTheSinglePartitionRouteShareOneTake: the pops of a group
+// restricted to one partition each go to one claim_take, pinned (each its
+// own partition, slot by slot), beside the group's call for the pops that
+// take any partition, whatever the number of pops.
+func TestHandOut_PopsOfTheSinglePartitionRouteShareOneTake(t *testing.T) {
+	t.Parallel()
+	a, b, c := uuid.New(), uuid.New(), uuid.New()
+	claims := []queengo.ClaimParams{{Group: "g", Batch: 1, Partition: a}, {Group: "g", Batch: 1, Partition: b},
+		{Group: "g", Batch: 1, Partition: c}, {Group: "g", Batch: 1}}
+	r := newScopeRound(claims, []int{0, 1, 2, 3})
+	r.groups[0].entries = []roundEntry{{pid: c, avail: 1}, {pid: b, avail: 1}, {pid: a, avail: 1}, {pid: uuid.New(), avail: 1}}
+	calls := r.handOut()
+	if len(calls) != 2 {
+		t.Fatalf("%d claim_take calls, want 2 (the pinned pops', the others')", len(calls))
+	}
+	pin := calls[0]
+	if !pin.pinned || !slices.Equal(pin.pops, []int{0, 1, 2}) || !slices.Equal(pin.slots, []int{1, 2, 3}) ||
+		!slices.Equal(pin.pool, []int{2, 1, 0}) {
+		t.Fatalf("pinned call %+v, want pops 0, 1, 2 on entries 2, 1, 0, slot by slot", *pin)
+	}
+	if any := calls[1]; any.pinned || !slices.Equal(any.pops, []int{3}) || !slices.Equal(any.pool, []int{3}) {
+		t.Fatalf("the other pop's call %+v, want pop 3 on entry 3", *any)
 	}
 }

@@ -3,6 +3,7 @@ package pg_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,55 @@ func TestClaimRound_UncappedPopsSharePartitionsInOrder(t *testing.T) {
 				t.Fatalf("%d partitions reported ready, want %d", ready, c.ready)
 			}
 		})
+	}
+}
+
+// TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition: pops
+// restricted to one partition each, served together in one round, each get
+// their own partition's messages; one whose partition a concurrent
+// transaction holds gets nothing, and its partition goes to no other pop.
+func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, ids := claimQueue(t, s, 2, 2, 2)
+	c := session(t, "10s")
+	if _, err := c.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed)
+		SELECT unnest($1::uuid[]), 'g', 0`, []string{ids[0].String(), ids[1].String(), ids[2].String()}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'g' FOR UPDATE`,
+		ids[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	pinned := func(parts ...uuid.UUID) []queengo.ClaimParams {
+		claims := pops(q, len(parts), queengo.ClaimParams{Group: "g", Batch: 5})
+		for i, pid := range parts {
+			claims[i].Partition = pid
+		}
+		return claims
+	}
+	res := claimOK(t, s, pinned(ids[0], ids[1], ids[2]))
+	want := [][]string{nil, {"p1-0", "p1-1"}, {"p2-0", "p2-1"}}
+	for i, r := range res {
+		if got := delivered(r); !slices.Equal(got, want[i]) {
+			t.Fatalf("pop restricted to p%d got %v, want %v", i, got, want[i])
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res = claimOK(t, s, pinned(ids[0], ids[1]))
+	if got := delivered(res[0]); !slices.Equal(got, []string{"p0-0", "p0-1"}) {
+		t.Fatalf("pop restricted to p0, once free, got %v", got)
+	}
+	if got := delivered(res[1]); len(got) != 0 {
+		t.Fatalf("pop restricted to the leased p1 got %v", got)
 	}
 }
 

@@ -40,6 +40,11 @@ $$;
 -- set-based functions below.
 DROP FUNCTION IF EXISTS queen.claim(uuid[], uuid, text, integer, integer, integer, boolean, uuid, text, timestamptz,
                                     uuid[], integer);
+-- claim_take before p_pinned, when every single-partition pop of a round
+-- had a claim_take of its own (p_pinned's default keeps such a call, from a
+-- broker of that version sharing the database, valid).
+DROP FUNCTION IF EXISTS queen.claim_take(uuid[], text, boolean, uuid[], uuid[], integer[], integer[], integer[],
+                                         integer[], boolean[], uuid[]);
 
 -- A claim round serves every pop a queue (or discovery scope) actor has ready
 -- at once, whatever their number, in a fixed number of statements (the
@@ -190,7 +195,8 @@ $$;
 -- cardinality(p_slots) partitions of the pool that are still claimable,
 -- SKIP LOCKED (a concurrent round keeps what it locked, and this one locks
 -- no more rows than it has pops for), gives the s-th locked row to pop
--- p_slots[s], cuts each pop's spans within its budget p_budgets[pop] in slot
+-- p_slots[s] (with p_pinned, the pool's s-th row, locked or not: the pops
+-- of the single-partition route, each pinned to its own partition), cuts each pop's spans within its budget p_budgets[pop] in slot
 -- order, writes the leases (p_lease_ids[pop], for p_lease_secs[pop] or the
 -- queue's lease) or, for autoAck pops, commits the cursors, and returns them.
 --
@@ -222,7 +228,8 @@ CREATE OR REPLACE FUNCTION queen.claim_take(
     p_mins       integer[],
     p_lease_secs integer[],
     p_auto_acks  boolean[],
-    p_lease_ids  uuid[]
+    p_lease_ids  uuid[],
+    p_pinned     boolean DEFAULT false
 ) RETURNS TABLE (
     ord            integer,
     claim          integer,
@@ -277,7 +284,9 @@ BEGIN
         -- dead-lettered by the group), in order; davail: the messages it
         -- can deliver.
         SELECT l.*, p_slots[l.slot] AS claim_no, t.tomb, l.avail - cardinality(t.tomb) AS davail
-          FROM (SELECT l0.*, row_number() OVER (ORDER BY l0.ord)::integer AS slot FROM locked l0) l
+          FROM (SELECT l0.*, CASE WHEN p_pinned THEN l0.ord
+                                  ELSE row_number() OVER (ORDER BY l0.ord)::integer END AS slot
+                  FROM locked l0) l
          CROSS JOIN LATERAL (SELECT ARRAY(SELECT t0."offset" FROM queen.tombstones t0
                                            WHERE t0.partition_id = l.pid AND t0."offset" > l.committed
                                              AND t0."offset" <= l.committed + l.avail
