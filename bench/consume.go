@@ -16,6 +16,7 @@ type ConsumeParams struct {
 	Batch         int           // messages per pop (and per ack)
 	Partitions    int           // partitions the pre-fill spreads over
 	PopPartitions int           // queengo: partitions one pop may claim (0: no cap)
+	Pin           bool          // Queen targets: each consumer pops one partition by the single-partition route
 	Groups        int           // consumer groups (fan-out)
 	PayloadBytes  int           // payload size
 	PopTimeout    time.Duration // long-poll timeout of one pop
@@ -52,6 +53,8 @@ func (p ConsumeParams) validate() error {
 		return fmt.Errorf("--groups must be 1..100, got %d", p.Groups)
 	case p.PopTimeout <= 0 || p.MaxDuration <= 0:
 		return fmt.Errorf("--pop-timeout and --duration must be positive")
+	case p.Pin && p.Consumers < p.Partitions:
+		return fmt.Errorf("--pin needs a consumer per partition: --consumers %d < --partitions %d", p.Consumers, p.Partitions)
 	}
 	return nil
 }
@@ -62,6 +65,7 @@ func addConsumeFlags(fs *flag.FlagSet, p *ConsumeParams) {
 	fs.IntVar(&p.Batch, "batch", BatchDefault, "messages per pop and per batch ack")
 	fs.IntVar(&p.Partitions, "partitions", ConsumePartsDefault, "partitions the pre-fill spreads the messages over")
 	fs.IntVar(&p.PopPartitions, "pop-partitions", 1, "queengo: partitions one pop may claim (pop parameter partitions; 0: no cap)")
+	fs.BoolVar(&p.Pin, "pin", false, "Queen targets: consumer k of a group pops only partition k mod --partitions, by the single-partition route")
 	fs.IntVar(&p.Groups, "groups", 1, "consumer groups over the same data (1 = queue mode)")
 	fs.IntVar(&p.PayloadBytes, "payload", PayloadDefault, "payload size in bytes")
 	fs.DurationVar(&p.PopTimeout, "pop-timeout", PopTimeoutDefault, "long-poll timeout of one pop (wait=true&timeout=...)")
@@ -83,7 +87,10 @@ func cmdConsume(ctx context.Context, args []string) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if err := checkEncrypt(p.Encrypt, c.Target); err != nil {
+	if err := checkQueenOnly(p.Encrypt, "--encrypt", c.Target); err != nil {
+		return err
+	}
+	if err := checkQueenOnly(p.Pin, "--pin", c.Target); err != nil {
 		return err
 	}
 	if p.Encrypt {
@@ -180,7 +187,7 @@ type groupState struct {
 func runConsume(ctx context.Context, env *Env, tgt Target, p ConsumeParams) (*Result, error) {
 	l := Layout{Name: fmt.Sprintf("bench-consume-%s-%s-b%d-g%d", env.Run, tgt.Name(), p.Batch, p.Groups),
 		Partitions: p.Partitions, Groups: p.Groups, Batch: p.Batch, Consumers: p.Consumers,
-		PopPartitions: p.PopPartitions, PopTimeout: p.PopTimeout, Encrypt: p.Encrypt}
+		PopPartitions: p.PopPartitions, Pin: p.Pin, PopTimeout: p.PopTimeout, Encrypt: p.Encrypt}
 	if err := tgt.Prepare(ctx, l); err != nil {
 		return nil, err
 	}
@@ -196,11 +203,11 @@ func runConsume(ctx context.Context, env *Env, tgt Target, p ConsumeParams) (*Re
 	}
 	defer closeAll(consumers)
 
-	env.logf("consume %s: %d groups x %d consumers, batch %d, pop-partitions %d", tgt.Name(),
-		p.Groups, p.Consumers, p.Batch, p.PopPartitions)
+	env.logf("consume %s: %d groups x %d consumers, batch %d, pop-partitions %d, pin %v", tgt.Name(),
+		p.Groups, p.Consumers, p.Batch, p.PopPartitions, p.Pin)
 	res := &Result{Scenario: "consume", Target: tgt.Name(), Endpoint: tgt.Endpoint(), StartedAt: time.Now().UTC(),
 		Params: Params{Consumers: p.Consumers, Batch: p.Batch, Partitions: p.Partitions, PopPartitions: p.PopPartitions,
-			Groups: p.Groups, PayloadBytes: p.PayloadBytes, Messages: p.Messages}}
+			Pin: p.Pin, Groups: p.Groups, PayloadBytes: p.PayloadBytes, Messages: p.Messages}}
 	groups := make([]*groupState, p.Groups)
 	for g := range groups {
 		groups[g] = &groupState{seen: NewSeqSet(p.Messages), done: make(chan struct{})}

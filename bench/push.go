@@ -62,7 +62,7 @@ func cmdPush(ctx context.Context, args []string) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if err := checkEncrypt(p.Encrypt, c.Target); err != nil {
+	if err := checkQueenOnly(p.Encrypt, "--encrypt", c.Target); err != nil {
 		return err
 	}
 	if p.Encrypt {

@@ -18,6 +18,7 @@ type Params struct {
 	Batch         int     `json:"batch,omitempty"`     // messages per request
 	Partitions    int     `json:"partitions,omitempty"`
 	PopPartitions int     `json:"pop_partitions,omitempty"`
+	Pin           bool    `json:"pin,omitempty"` // consume: each consumer pops one partition
 	Groups        int     `json:"groups,omitempty"`
 	PayloadBytes  int     `json:"payload_bytes,omitempty"`
 	DurationSec   float64 `json:"duration_sec,omitempty"`

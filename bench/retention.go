@@ -98,7 +98,7 @@ func cmdRetention(ctx context.Context, args []string) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if err := checkEncrypt(true, c.Target); err != nil {
+	if err := checkQueenOnly(true, "--encrypt", c.Target); err != nil {
 		return fmt.Errorf("retention drives the queengo target only (configure and psql), not %q", c.Target)
 	}
 	if c.NoPG {

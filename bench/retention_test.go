@@ -37,14 +37,14 @@ func TestSummarizeRetention(t *testing.T) {
 	}
 }
 
-func TestCheckEncrypt(t *testing.T) {
-	if err := checkEncrypt(true, "queengo"); err != nil {
+func TestCheckQueenOnly(t *testing.T) {
+	if err := checkQueenOnly(true, "--encrypt", "queengo"); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkEncrypt(false, "nats"); err != nil {
+	if err := checkQueenOnly(false, "--encrypt", "nats"); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkEncrypt(true, "rabbitmq"); err == nil || !strings.Contains(err.Error(), "queengo target only") {
+	if err := checkQueenOnly(true, "--encrypt", "rabbitmq"); err == nil || !strings.Contains(err.Error(), "queengo target only") {
 		t.Fatalf("got %v", err)
 	}
 }

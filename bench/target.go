@@ -28,6 +28,9 @@ type Layout struct {
 	// PopPartitions is queengo's "partitions" pop parameter: how many
 	// partitions one pop may claim (0: no cap).
 	PopPartitions int
+	// Pin (Queen targets): consumer k of a group pops only partition
+	// k mod Partitions, through the single-partition route.
+	Pin bool
 	// PopTimeout is how long one receive waits for a first message.
 	PopTimeout time.Duration
 	// Encrypt (queengo only) configures the queue with encryptionEnabled
@@ -39,16 +42,17 @@ type Layout struct {
 // --encrypt, so plain and encrypted results sit side by side in a table.
 const encryptLabelSuffix = "-enc"
 
-// checkEncrypt rejects --encrypt for a target that is not queengo.
-func checkEncrypt(encrypt bool, target string) error {
-	if !encrypt {
+// checkQueenOnly rejects a flag of the Queen protocol, set, for a target
+// that does not speak it.
+func checkQueenOnly(set bool, flag, target string) error {
+	if !set {
 		return nil
 	}
 	switch target {
 	case "queengo", "queen", "http":
 		return nil
 	}
-	return fmt.Errorf("--encrypt applies to the queengo target only, not %q", target)
+	return fmt.Errorf("%s applies to the queengo target only, not %q", flag, target)
 }
 
 // Target is one message system under test: queengo (or any Queen-compatible
@@ -242,8 +246,11 @@ type queenConsumer struct {
 func (c *queenConsumer) Receive(ctx context.Context, max int, fn func([]byte)) (int, error) {
 	l := c.t.layout
 	t0 := time.Now()
-	res, err := c.t.client.Pop(l.Name, PopQuery{Batch: max, Partitions: l.PopPartitions, Wait: true,
-		Timeout: l.PopTimeout, ConsumerGroup: c.group})
+	q := PopQuery{Batch: max, Partitions: l.PopPartitions, Wait: true, Timeout: l.PopTimeout, ConsumerGroup: c.group}
+	if l.Pin {
+		q.Partition = partitionName(c.worker % l.Consumers % l.Partitions)
+	}
+	res, err := c.t.client.Pop(l.Name, q)
 	if err != nil {
 		return 0, err
 	}
