@@ -548,7 +548,11 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 // samples parked pops every 100 ms: the push waits until the park is empty.
 func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100")
+	// No re-check while the test runs: a parked pop out for its re-check is
+	// not counted parked, and WaitParked(0) would take that for the hang-up
+	// (then the re-check, still the gone client's, could claim the push).
+	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100", "POP_WAIT_INITIAL_INTERVAL_MS=120000",
+		"POP_WAIT_MAX_INTERVAL_MS=120000")
 	q := apitest.Unique(t, "gone")
 	s.Configure(t, q, map[string]any{}) // the sampler counts the queues it lists
 	ctx, cancel := context.WithCancel(context.Background())
