@@ -196,9 +196,10 @@ $$;
 -- SKIP LOCKED (a concurrent round keeps what it locked, and this one locks
 -- no more rows than it has pops for), gives the s-th locked row to pop
 -- p_slots[s] (with p_pinned, the pool's s-th row, locked or not: the pops
--- of the single-partition route, each pinned to its own partition), cuts each pop's spans within its budget p_budgets[pop] in slot
--- order, writes the leases (p_lease_ids[pop], for p_lease_secs[pop] or the
--- queue's lease) or, for autoAck pops, commits the cursors, and returns them.
+-- of the single-partition route, each pinned to its own partition), cuts
+-- each pop's spans within its budget p_budgets[pop] in slot order, writes
+-- the leases (p_lease_ids[pop], for p_lease_secs[pop] or the queue's lease)
+-- or, for autoAck pops, commits the cursors, and returns them.
 --
 -- Rows come in (pop, slot) order: for every locked row one with frames NULL
 -- (taken: the messages it gave its pop, 0 when it held none after all),
