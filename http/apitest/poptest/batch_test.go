@@ -1,8 +1,10 @@
 package poptest
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/queengo/queengo/http/apitest"
 )
@@ -131,6 +133,33 @@ func TestPop_PartitionsIgnoredOnSinglePartitionRoute(t *testing.T) {
 		if p.PartitionsClaimed != 1 || p.Partition != "b" {
 			t.Fatalf("partitions=%s: claimed %d, partition %q; want 1, b", parts, p.PartitionsClaimed, p.Partition)
 		}
+	}
+}
+
+// TestPop_ConcurrentPartitionRoutePopsEachGetTheirPartition: pops of one
+// group on the single-partition route, sent at once (so that rounds carry
+// several of them), each get their own partition's backlog, whole and in
+// order, and nothing of another's.
+func TestPop_ConcurrentPartitionRoutePopsEachGetTheirPartition(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "pinned")
+	parts := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+	backlog := pushParts(t, s, q, 3, parts...)
+	chs := make([]<-chan outcome, len(parts))
+	for i, p := range parts {
+		chs[i] = async(context.Background(), s, apitest.PopPartition(q, p, "consumerGroup", "g", "batch", "10",
+			"wait", "true", "timeout", "5000"))
+	}
+	for i, p := range parts {
+		o := await(t, chs[i], 10*time.Second)
+		if o.r.Status != 200 {
+			t.Fatalf("pop of %s: %d %q", p, o.r.Status, o.r.Body)
+		}
+		if o.r.Pop.Partition != p {
+			t.Fatalf("pop of %s answered from %s", p, o.r.Pop.Partition)
+		}
+		apitest.WantTxIDs(t, "pop of "+p, o.r.Pop, backlog[p])
 	}
 }
 
