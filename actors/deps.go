@@ -10,7 +10,7 @@ import (
 
 const (
 	// maxParkedDefault caps the long polls one queue or scope actor keeps
-	// parked. A parked pop costs a few hundred bytes here and an open
+	// parked, and the pops it keeps waiting at all (parked or pending). A parked pop costs a few hundred bytes here and an open
 	// connection at the client, so 100k is far beyond any consumer fleet
 	// while keeping a runaway client from growing one actor without bound.
 	maxParkedDefault = 100_000

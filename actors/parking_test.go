@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -167,5 +168,31 @@ func TestParkingLot_ReleaseNTakesTheOldest(t *testing.T) {
 	out = l.releaseN("g\x00", 2, nil)
 	if len(out) != 1 || out[0] != ws[2] || l.n != 0 {
 		t.Fatalf("releaseN(2) of one took %v, %d left", out, l.n)
+	}
+}
+
+// TestScheduler_PopsPastTheLimitAreRefused: a pop that reaches an actor
+// whose parked and pending pops number maxParked answers
+// queengo.ErrTooManyParked at once, whatever its wait; the waiting ones stay.
+func TestScheduler_PopsPastTheLimitAreRefused(t *testing.T) {
+	t.Parallel()
+	s := newPopScheduler(&deps{backoff: testBackoff, maxParked: 2, claimsInFlight: 1})
+	parked, pending := longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)
+	s.add(parked, t0)
+	s.take()
+	s.empty(parked, t0)
+	s.add(pending, t0)
+	late := &waiter{req: &queengo.PopRequest{Group: "g", Batch: 1}, reply: make(chan popReply, 1)}
+	s.add(late, t0)
+	select {
+	case r := <-late.reply:
+		if !errors.Is(r.err, queengo.ErrTooManyParked) {
+			t.Fatalf("the pop past the limit answered %+v %v, want ErrTooManyParked", r.res, r.err)
+		}
+	default:
+		t.Fatal("the pop past the limit got no answer")
+	}
+	if len(s.pending) != 1 || s.lot.n != 1 || parked.answered || pending.answered {
+		t.Fatalf("%d pending, %d parked after the refusal, want the 1 and 1 that waited", len(s.pending), s.lot.n)
 	}
 }

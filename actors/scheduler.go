@@ -31,9 +31,17 @@ func newPopScheduler(d *deps) popScheduler {
 }
 
 // add takes a pop that reached the actor; its long-poll deadline starts now.
+// A pop that finds deps.maxParked pops already waiting here (parked, or
+// pending a round) answers queengo.ErrTooManyParked, so the actor's waiter
+// lists stay bounded whatever its clients send.
 func (s *popScheduler) add(w *waiter, now time.Time) {
 	if s.closing {
 		answer(w, popReply{})
+		return
+	}
+	if len(s.pending)+s.lot.n >= s.d.maxParked {
+		parkRefused.Inc()
+		answer(w, popReply{err: queengo.ErrTooManyParked})
 		return
 	}
 	w.arrived = now
