@@ -107,3 +107,36 @@ func TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound(t *testing.T) {
 		t.Fatalf("the claim after the acks got %+v, want p0-2", res[0])
 	}
 }
+
+// TestAckClaim_AHandOffLeavesThePartitionRowAlone: a round that acks a
+// cursor and claims it again updates the row twice in one transaction,
+// which fired a foreign key's check and locked the partition row (a WAL
+// record per hand-off, a MultiXact beside a concurrent push); cursors have
+// no foreign key (migration 008), so the partition row keeps its xmax.
+func TestAckClaim_AHandOffLeavesThePartitionRowAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := claimQueue(t, s, 2)
+	p := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	msg := claimOK(t, s, p)[0].Messages[0]
+	c := session(t, "10s")
+	xmax := func() string {
+		var x string
+		if err := c.QueryRow(ctx, `SELECT xmax::text FROM queen.partitions WHERE id = $1`, parts[0].String()).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	before := xmax()
+	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
+	_, res, err := s.AckClaim(ctx, []queengo.AckItem{
+		{PartitionID: parts[0], TransactionID: msg.TransactionID, Status: "completed", Group: "g", LeaseID: p[0].LeaseID},
+	}, next)
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 1 {
+		t.Fatalf("the hand-off: %+v %v", res, err)
+	}
+	if after := xmax(); after != before {
+		t.Fatalf("the partition row's xmax went from %s to %s: the hand-off locked it", before, after)
+	}
+}

@@ -119,8 +119,7 @@ const claimNewGroup = `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY[$2
 
 // TestLockOrder_FirstContactAndWritesNeverWaitForEachOther: a segment
 // write locks its partition rows FOR NO KEY UPDATE, which does not conflict
-// with the FOR KEY SHARE lock the foreign-key check of a cursor insert
-// takes, so a group's first contact goes through while a write holds the
+// with the FOR KEY SHARE lock a cursor insert takes on them, so a group's first contact goes through while a write holds the
 // partitions, and a write goes through while a first contact holds them
 // (issue 8: with FOR UPDATE the two deadlocked, each locking partitions in
 // its own order).
@@ -165,6 +164,48 @@ func TestLockOrder_FirstContactAndWritesNeverWaitForEachOther(t *testing.T) {
 	}
 	if err := contact.Commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition: a
+// first contact with a partition whose delete is under way waits for it
+// (the partition row's lock) and then creates no cursor: cursors have no
+// foreign key (migration 008), so the lock is what keeps a cursor from
+// outliving its partition, as the key's check did.
+func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a")
+	del, err := session(t, "10s").Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = del.Rollback(context.Background()) }()
+	if _, err := del.Exec(ctx, `DELETE FROM queen.partitions WHERE id = $1`, parts[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var rows int
+		done <- session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY['late'], ARRAY[''],
+			ARRAY[NULL::timestamptz], ARRAY[1], ARRAY[$1::uuid])) x`, parts[0].String()).Scan(&rows)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the first contact went through while the delete held the partition: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := del.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first contact after the delete: %v", err)
+	}
+	var cursors int
+	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1`,
+		parts[0].String()).Scan(&cursors); err != nil || cursors != 0 {
+		t.Fatalf("cursors of the deleted partition of %s: %d, %v", q.Name, cursors, err)
 	}
 }
 

@@ -162,10 +162,11 @@ $$;
 -- its first pop of the round carried (p_sub_modes, p_sub_froms as for
 -- claim_subscribe); queue mode is never seeded. In (queue id, partition id,
 -- group) order: a concurrent first contact waits on every row this one
--- inserted first, so every round inserts in one order. The foreign-key check
--- takes FOR KEY SHARE on each partition row, which the writers' FOR NO KEY
--- UPDATE does not block: a first contact never waits for a segment write
--- (issue 8).
+-- inserted first, so every round inserts in one order. It locks each
+-- partition row FOR KEY SHARE (the cursor's key check before migration 008),
+-- so no cursor is inserted for a partition being deleted; the writers' FOR
+-- NO KEY UPDATE does not block that lock: a first contact never waits for a
+-- segment write (issue 8).
 CREATE OR REPLACE FUNCTION queen.claim_contact(p_groups text[], p_sub_modes text[], p_sub_froms timestamptz[],
                                                p_k integer[], p_pids uuid[])
 RETURNS void
@@ -184,6 +185,7 @@ BEGIN
       JOIN queen.partitions p ON p.id = m.pid
       LEFT JOIN queen.subscriptions s ON s.queue_id = p.queue_id AND s.consumer_group = p_groups[m.k]
      ORDER BY p.queue_id, p.id, p_groups[m.k]
+       FOR KEY SHARE OF p
     ON CONFLICT DO NOTHING;
 END;
 $$;

@@ -302,6 +302,7 @@ BEGIN
               FROM queen.partitions p
              WHERE p.id = p_parts[i]
                AND NOT EXISTS (SELECT 1 FROM queen.cursors x WHERE x.partition_id = p.id)
+               FOR KEY SHARE OF p -- no cursor for a partition being deleted (migration 008)
             ON CONFLICT DO NOTHING;
         END IF;
         SELECT x.committed, x.acked, x.lease_id, x.lease_expires_at INTO c
