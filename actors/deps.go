@@ -10,9 +10,10 @@ import (
 
 const (
 	// maxParkedDefault caps the long polls one queue or scope actor keeps
-	// parked, and the pops it keeps waiting at all (parked or pending). A parked pop costs a few hundred bytes here and an open
-	// connection at the client, so 100k is far beyond any consumer fleet
-	// while keeping a runaway client from growing one actor without bound.
+	// parked, and the pops it keeps waiting at all (parked or pending). A
+	// parked pop costs a few hundred bytes here and an open connection at
+	// the client, so 100k is far beyond any consumer fleet while keeping a
+	// runaway client from growing one actor without bound.
 	maxParkedDefault = 100_000
 	// idleAfterDefault is how long a queue or scope actor must have had
 	// nothing to do (nothing parked, nothing in flight, no request) before
