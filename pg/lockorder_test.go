@@ -56,12 +56,10 @@ func session(t *testing.T, lockTimeout string) *pgx.Conn {
 	return c
 }
 
-// waitHigherCursorFree waits until a session is blocked by the lock that
-// the session holder holds on a lower cursor, then fails
-// the test when the cursor (hi, group) is locked too: taking cursors in
-// (partition, group) order, the waiter holds none above the one it waits
-// for. what names the waiter in the messages.
-func waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UUID, group, what string) {
+// waitBlockedBy waits until a session is blocked by a lock the session
+// holder holds, and fails the test when none is within 5 s; what names the
+// waiter and the lock in the message. It returns a session of its own.
+func waitBlockedBy(t *testing.T, holder *pgx.Conn, what string) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
 	pid := holder.PgConn().PID()
@@ -74,8 +72,20 @@ func waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UUID, group, w
 		}
 	}
 	if !waiting {
-		t.Fatalf("%s did not wait for the locked cursor", what)
+		t.Fatalf("%s did not wait", what)
 	}
+	return probe
+}
+
+// waitHigherCursorFree waits until a session is blocked by the lock that
+// the session holder holds on a lower cursor, then fails
+// the test when the cursor (hi, group) is locked too: taking cursors in
+// (partition, group) order, the waiter holds none above the one it waits
+// for. what names the waiter in the messages.
+func waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UUID, group, what string) {
+	t.Helper()
+	ctx := context.Background()
+	probe := waitBlockedBy(t, holder, what+" for the locked cursor")
 	ptx, err := probe.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +129,8 @@ const claimNewGroup = `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY[$2
 
 // TestLockOrder_FirstContactAndWritesNeverWaitForEachOther: a segment
 // write locks its partition rows FOR NO KEY UPDATE, which does not conflict
-// with the FOR KEY SHARE lock a cursor insert takes on them, so a group's first contact goes through while a write holds the
+// with the FOR KEY SHARE lock a cursor insert takes on them, so a group's
+// first contact goes through while a write holds the
 // partitions, and a write goes through while a first contact holds them
 // (issue 8: with FOR UPDATE the two deadlocked, each locking partitions in
 // its own order).
@@ -177,7 +188,8 @@ func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testin
 	ctx := context.Background()
 	s := openStore(t)
 	q, parts := lockQueue(t, s, "a")
-	del, err := session(t, "10s").Begin(ctx)
+	deleter := session(t, "10s")
+	del, err := deleter.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,17 +197,14 @@ func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testin
 	if _, err := del.Exec(ctx, `DELETE FROM queen.partitions WHERE id = $1`, parts[0].String()); err != nil {
 		t.Fatal(err)
 	}
+	contact := session(t, "10s")
 	done := make(chan error, 1)
 	go func() {
 		var rows int
-		done <- session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY['late'], ARRAY[''],
+		done <- contact.QueryRow(ctx, `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY['late'], ARRAY[''],
 			ARRAY[NULL::timestamptz], ARRAY[1], ARRAY[$1::uuid])) x`, parts[0].String()).Scan(&rows)
 	}()
-	select {
-	case err := <-done:
-		t.Fatalf("the first contact went through while the delete held the partition: %v", err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	waitBlockedBy(t, deleter, "the first contact, for the partition being deleted,")
 	if err := del.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
