@@ -250,6 +250,10 @@ type AckResult struct {
 type LeaseExtend struct {
 	Lease   uuid.UUID
 	Seconds int
+	// End ends the lease now instead, Seconds ignored: the pop that took it
+	// was abandoned by its client before its answer (Broker.Pop), so its
+	// messages are claimable again at once rather than when it runs out.
+	End bool
 	// Cursors are the cursors the lease covers, when the broker that
 	// handed the lease out is the one extending it; nil: they are searched
 	// for among every cursor (no index covers lease ids: migration 007).

@@ -216,6 +216,18 @@ func (b *leaseBook) extended(lease uuid.UUID, until time.Time) {
 	}
 }
 
+// ended records that lease ended at at, before its time (its pop was
+// abandoned): the first expire at or after at offers its partitions, as
+// for a lease that ran out.
+func (b *leaseBook) ended(lease uuid.UUID, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.leases[lease]; l != nil {
+		l.until = at
+		b.ends.add(at, lease, len(b.leases), b.liveEnds)
+	}
+}
+
 // released records that lease no longer covers partition (an ack resolved
 // its span there), and forgets the lease when it covers nothing more.
 func (b *leaseBook) released(lease, partition uuid.UUID) {

@@ -442,7 +442,10 @@ func (a *queueActor) onRound(r *claimRound) {
 		}
 		switch {
 		case w.cancelled:
-			// The client left; whatever was leased redelivers at expiry.
+			if o == outcomeDelivered {
+				a.d.leases.bookDelivered(w, res, now)
+				a.d.abandoned(w)
+			}
 		case o == outcomeDelivered:
 			a.d.leases.bookDelivered(w, res, now)
 			answer(w, popReply{res: r.delivered(i)})

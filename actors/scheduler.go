@@ -154,9 +154,23 @@ func (s *popScheduler) hold(r *claimRound, w *waiter) {
 	s.lot.hold(w)
 }
 
-// cancel drops a pop whose client went away; a claim in flight for it goes
-// on, and whatever it leases redelivers at the lease's expiry.
+// cancel drops a pop whose client went away. A claim in flight for it goes
+// on; what it takes is abandoned (deps.abandoned), as is what an answer the
+// client never read carried.
 func (s *popScheduler) cancel(w *waiter) {
+	popsCancelled.Inc()
+	if w.answered {
+		// Answered before the cancel came, and never read: Broker.Pop
+		// stopped reading when it sent the cancel.
+		select {
+		case r := <-w.reply:
+			if len(r.res.Messages) > 0 {
+				s.d.abandoned(w)
+			}
+		default:
+		}
+		return
+	}
 	w.cancelled = true
 	s.lot.remove(w)
 }

@@ -144,6 +144,10 @@ func (a *scopeActor) onRound(r *claimRound) {
 		case o == outcomeFailed:
 			answer(w, popReply{err: r.failure(i)})
 		case w.cancelled:
+			if o == outcomeDelivered {
+				a.d.leases.bookDelivered(w, &r.res[i], now)
+				a.d.abandoned(w)
+			}
 		case o == outcomeDelivered:
 			a.d.leases.bookDelivered(w, &r.res[i], now)
 			answer(w, popReply{res: r.delivered(i)})

@@ -371,6 +371,9 @@ func (s *Store) AckExtend(ctx context.Context, items []queengo.AckItem, extends 
 	)
 	for i, e := range extends {
 		leases[i], seconds[i] = e.Lease, e.Seconds
+		if e.End {
+			seconds[i] = -1 // queen.extend_leases: ends it now
+		}
 		for _, c := range e.Cursors {
 			hintK, hintParts, hintGroups = append(hintK, int32(i+1)), append(hintParts, c.Partition), append(hintGroups, c.Group)
 		}

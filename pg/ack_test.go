@@ -75,6 +75,38 @@ func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 	}
 }
 
+// TestAckExtend_EndMakesTheLeasedMessagesClaimableAtOnce: an extension
+// with End (an abandoned pop's lease) ends the lease now, whatever its
+// time left: the next claim of the group takes the same messages again, and
+// the ended lease can be neither extended nor ended again.
+func TestAckExtend_EndMakesTheLeasedMessagesClaimableAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, q, _, lease := leasedPair(t)
+	_, ext, err := s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, End: true}})
+	if err != nil || len(ext) != 1 || ext[0].Failure != "" {
+		t.Fatalf("ending the lease: %+v %v", ext, err)
+	}
+	again := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10,
+		LeaseID: again}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("claim after the end: %+v %v", res, err)
+	}
+	var txids []string
+	for _, m := range res[0].Messages {
+		txids = append(txids, m.TransactionID)
+	}
+	slices.Sort(txids)
+	if !slices.Equal(txids, []string{"m-a", "m-b"}) {
+		t.Fatalf("the claim after the end took %v, want both messages of the ended lease", txids)
+	}
+	_, ext, err = s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 60}, {Lease: lease, End: true}})
+	if err != nil || len(ext) != 2 || ext[0].Failure != queengo.LeaseNotFound || ext[1].Failure != queengo.LeaseNotFound {
+		t.Fatalf("the ended lease after the new claim: %+v %v, want lease_not_found twice", ext, err)
+	}
+}
+
 // heldPair is a store with partitions a and b, one message each, a cursor
 // of group 'merged' on each leased over it, and a session (holder) that
 // holds the cursor of the lower partition id locked in an open transaction

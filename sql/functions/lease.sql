@@ -10,7 +10,9 @@ DROP FUNCTION IF EXISTS queen.extend_leases(uuid[], integer[], uuid[], text[]);
 -- extend_leases applies lease extensions: item i pushes out every live span
 -- carrying lease p_leases[i] (one per partition a pop claimed) to at least
 -- now + p_seconds[i]; it never shortens a lease and never revives an expired
--- one. Items apply in order and each gets its row: the earliest new expiry,
+-- one, except that p_seconds[i] < 0 ends the lease now (its pop's client
+-- left before the answer: the next claim may take the spans again, as after
+-- an expiry; no delivery attempt is counted). Items apply in order and each gets its row: the earliest new expiry,
 -- or NULL and a stable code (queengo.AckFailure: 'lease_expired',
 -- 'lease_not_found'), never text; http renders the text.
 --
@@ -69,7 +71,8 @@ BEGIN
             SELECT DISTINCT u.part, u.grp FROM unnest(k_lease, k_parts, k_groups) AS u(k, part, grp) WHERE u.k = i
         ), upd AS (
             UPDATE queen.cursors c
-               SET lease_expires_at = greatest(c.lease_expires_at, now() + make_interval(secs => p_seconds[i]))
+               SET lease_expires_at = CASE WHEN p_seconds[i] < 0 THEN now()
+                                           ELSE greatest(c.lease_expires_at, now() + make_interval(secs => p_seconds[i])) END
               FROM mine
              WHERE c.partition_id = mine.part AND c.consumer_group = mine.grp
                AND c.lease_id = p_leases[i] AND c.lease_expires_at > now()

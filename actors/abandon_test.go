@@ -1,0 +1,146 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+// endStore is a fakeStore that answers every lease ending a success and
+// reports the lease on ends.
+type endStore struct {
+	*fakeStore
+	ends chan uuid.UUID
+}
+
+func (s *endStore) AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
+	acks, ext, err := s.fakeStore.AckExtend(ctx, items, extends)
+	for i, e := range extends {
+		if e.End {
+			ext[i].Failure = ""
+			s.ends <- e.Lease
+		}
+	}
+	return acks, ext, err
+}
+
+// abandonSetup is a broker on an endStore whose claims serve each pop one
+// message under its lease, on a span of partition part, once the test
+// closes release; entered gets each claimed lease as its claim starts.
+type abandonSetup struct {
+	b        *Broker
+	s        *endStore
+	part     uuid.UUID
+	entered  chan uuid.UUID
+	release  chan struct{}
+	released bool
+}
+
+func setupAbandon(t *testing.T) *abandonSetup {
+	t.Helper()
+	a := &abandonSetup{s: &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}, part: uuid.New(),
+		entered: make(chan uuid.UUID, 4), release: make(chan struct{})}
+	a.s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		for _, c := range claims {
+			a.entered <- c.LeaseID
+		}
+		<-a.release
+		out := deliverOwn(claims)
+		for i := range out {
+			out[i].Spans = []queengo.Span{{PartitionID: a.part, Queue: "q", From: 1, To: 1, Lease: time.Minute}}
+		}
+		return out, nil
+	}
+	a.b = newTestBroker(t, Config{Store: a.s})
+	t.Cleanup(a.open)
+	return a
+}
+
+func (a *abandonSetup) open() {
+	if !a.released {
+		a.released = true
+		close(a.release)
+	}
+}
+
+// wantEnded waits for the store to end lease, then for the lease book to
+// offer its partition (it forgets the lease when it does).
+func (a *abandonSetup) wantEnded(t *testing.T, lease uuid.UUID) {
+	t.Helper()
+	select {
+	case got := <-a.s.ends:
+		if got != lease {
+			t.Fatalf("ended lease %s, want the abandoned pop's %s", got, lease)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the abandoned pop's lease was not ended")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for a.b.leases.cursors(lease) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the ended lease's partition was not offered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (a *abandonSetup) claimed(t *testing.T) uuid.UUID {
+	t.Helper()
+	select {
+	case l := <-a.entered:
+		return l
+	case <-time.After(5 * time.Second):
+		t.Fatal("no claim started")
+	}
+	return uuid.Nil
+}
+
+// TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded (D12): a pop
+// whose client leaves while its claim round is out answers ErrCancelled,
+// and what the round then takes for it is not left hidden under a lease
+// nobody holds until it runs out: the lease is ended at once.
+func TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded(t *testing.T) {
+	t.Parallel()
+	a := setupAbandon(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	popped := make(chan error, 1)
+	go func() {
+		_, err := a.b.Pop(ctx, &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+		popped <- err
+	}()
+	lease := a.claimed(t)
+	cancel()
+	if err := <-popped; !errors.Is(err, queengo.ErrCancelled) {
+		t.Fatalf("the left pop returned %v, want ErrCancelled", err)
+	}
+	a.open()
+	a.wantEnded(t, lease)
+}
+
+// TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded (D12): when
+// the round's answer reached the pop just before its client left, the
+// cancel takes the unread answer back and ends its lease.
+func TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded(t *testing.T) {
+	t.Parallel()
+	a := setupAbandon(t)
+	a.open()
+	w := sendPop(a.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+	lease := a.claimed(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(w.reply) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pop was not answered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a.b.system.Root.Send(a.b.queueHandle("q").pid, &cancelPop{w: w})
+	a.wantEnded(t, lease)
+	if len(w.reply) != 0 {
+		t.Fatal("the unread answer is still there")
+	}
+}
