@@ -106,7 +106,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		}
 		a.pops.wake(a.d.clock.Now(), n)
 		if m.group == "" && a.q != nil {
-			ctx.Send(ctx.Parent(), &queuePushed{queue: a.q.ID, namespace: a.q.Namespace, task: a.q.Task})
+			tellScopes(ctx, a.q)
 		}
 	case *tick:
 		a.pops.ticked()
@@ -288,7 +288,7 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone, wake bool) {
 		if wake {
 			a.offerWritten(m.writers, now)
 		}
-		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
+		tellScopes(ctx, &q)
 	}
 	for i, w := range m.writers {
 		var dups []uuid.UUID
@@ -570,4 +570,13 @@ func (a *queueActor) fail(err error) {
 		w.failAll(err)
 	}
 	a.d.signals.failed()
+}
+
+// tellScopes tells the registry that a segment was committed to q, for the
+// discovery scopes that cover it; a queue with neither namespace nor task is
+// in none, and the registry would look at every scope for nothing.
+func tellScopes(ctx actor.Context, q *queengo.Queue) {
+	if q.Namespace != "" || q.Task != "" {
+		ctx.Send(ctx.Parent(), &queuePushed{queue: q.ID, namespace: q.Namespace, task: q.Task})
+	}
 }
