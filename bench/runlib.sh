@@ -3,7 +3,9 @@
 # the folder the JSON goes to. server T DB starts /tmp/qg-T (a queengo build)
 # or, for T=ref, the reference Queen server, on a fresh database with
 # track_functions=pl; stop DB NAME writes the run's pg_stat_user_functions and
-# transaction count to $OUT/NAME.pgstat and drops the database; run KIND T
+# transaction count to $OUT/NAME.pgstat, a queengo server's own claim, commit
+# and ack figures (its /metrics/prometheus, whole run) to $OUT/NAME.metrics,
+# and drops the database; run KIND T
 # NAME args... runs one /tmp/bench scenario against a fresh server into
 # $OUT/KIND-NAME-T.json. One server at a time, so runs never share the machine.
 PG=postgres://postgres@127.0.0.1:5432
@@ -27,6 +29,9 @@ stop() { # DB NAME: the per-function figures, then the server and the database g
   psql -h 127.0.0.1 -U postgres -d $1 -Atc "select funcname, calls, round(self_time::numeric, 1)
     from pg_stat_user_functions where funcname in ('claim_take', 'claim_read', 'ack', 'ack_spans', 'append_segments')" \
     -c "select 'xacts', xact_commit + xact_rollback from pg_stat_database where datname = '$1'" > $OUT/$2.pgstat 2>&1
+  if [ $URL = http://127.0.0.1:6640 ]; then
+    curl -s $URL/metrics/prometheus | grep -E '^queengo_(claim|commit|ack)_[a-z_]*(_sum|_count|_total) ' > $OUT/$2.metrics
+  fi
   kill $SP; wait $SP 2>/dev/null; psql -h 127.0.0.1 -U postgres -qc "drop database if exists $1" >/dev/null 2>&1
 }
 label() { [ $1 = ref ] && echo queen-cpp || echo queengo-$1; }
