@@ -2,8 +2,8 @@
 // imports nothing.
 //
 // migrations/NNN_name.up.sql are the numbered schema migrations: tables,
-// indexes, constraints and the one trigger (with the trigger function it
-// needs), DDL only. Each is applied once, in version order, and recorded in
+// indexes, constraints and the one trigger (with a first version of the
+// trigger function it needs; the current one is in functions), DDL only. Each is applied once, in version order, and recorded in
 // queen.schema_migrations.
 //
 // functions/*.sql hold every other function (the hot PL/pgSQL of append,

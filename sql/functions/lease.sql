@@ -12,9 +12,10 @@ DROP FUNCTION IF EXISTS queen.extend_leases(uuid[], integer[], uuid[], text[]);
 -- now + p_seconds[i]; it never shortens a lease and never revives an expired
 -- one, except that p_seconds[i] < 0 ends the lease now (its pop's client
 -- left before the answer: the next claim may take the spans again, as after
--- an expiry; no delivery attempt is counted). Items apply in order and each gets its row: the earliest new expiry,
--- or NULL and a stable code (queengo.AckFailure: 'lease_expired',
--- 'lease_not_found'), never text; http renders the text.
+-- an expiry; no delivery attempt is counted). Items apply in order and each
+-- gets its row: the earliest new expiry, or NULL and a stable code
+-- (queengo.AckFailure: 'lease_expired', 'lease_not_found'), never text; http
+-- renders the text.
 --
 -- No index covers lease_id (so that claims and acks update cursors HOT:
 -- migration 007). Hint j says that lease p_leases[p_hint_k[j]] covers the

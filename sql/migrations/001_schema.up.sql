@@ -80,7 +80,8 @@ CREATE TABLE queen.txids (
 -- the partition row's lock anyway. The cascade is a statement trigger on
 -- queen.partitions instead, so deleting a queue (or partition) still removes
 -- all of its data. Its function is the one function a migration creates:
--- the trigger needs it; every other function is in sql/functions.
+-- the trigger needs it; its current body, as every other function, is in
+-- sql/functions (partitions.sql).
 CREATE FUNCTION queen.drop_partition_data() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

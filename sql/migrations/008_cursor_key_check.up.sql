@@ -8,15 +8,6 @@
 -- jobs move: the statements that insert cursors (claim_contact, evict) lock
 -- the partition row FOR KEY SHARE themselves, as the check did, so no cursor
 -- is inserted for a partition being deleted; and the partitions trigger
--- deletes a deleted partition's cursors, as the cascade did.
+-- deletes a deleted partition's cursors, as the cascade did (its function,
+-- queen.drop_partition_data, is in sql/functions/partitions.sql).
 ALTER TABLE queen.cursors DROP CONSTRAINT IF EXISTS cursors_partition_id_fkey;
-
-CREATE OR REPLACE FUNCTION queen.drop_partition_data() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM queen.segments s USING gone g WHERE s.partition_id = g.id;
-    DELETE FROM queen.txids x USING gone g WHERE x.partition_id = g.id;
-    DELETE FROM queen.cursors c USING gone g WHERE c.partition_id = g.id;
-    RETURN NULL;
-END;
-$$;
