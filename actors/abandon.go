@@ -3,29 +3,19 @@ package actors
 import (
 	"context"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
 
-// A pop is abandoned when its client leaves (Broker.Pop's context ends, the
-// long poll's socket hung up) after its claim took messages: the claim round
-// was out when the client left, or came back just before the cancel did.
-// Nobody reads its answer, so its lease is ended at once instead of hiding
-// the messages until it runs out (the queue's leaseTime).
-var (
-	// popsCancelled counts the pops whose client left before reading their
-	// answer: parked, waiting for a round, or in one.
-	popsCancelled = metrics.NewCounter(`queengo_pops_cancelled_total`)
-	// popsAbandoned counts the cancelled pops whose claim had taken messages.
-	popsAbandoned = metrics.NewCounter(`queengo_pops_abandoned_total`)
-)
-
-// abandoned ends the lease of w, a pop whose client left after its claim
-// took messages; the lease must be booked (leaseBook.bookDelivered). The
-// lease ends in the ack coalescer's next commit, on a goroutine of its own;
-// the book then offers its partitions to their groups at its next look
+// abandoned ends the lease of w, an abandoned pop: its client left
+// (Broker.Pop's context ended, the long poll's socket hung up) after its
+// claim took messages, while the claim round was out or just before the
+// cancel came. Nobody reads its answer, so the lease is ended at once instead
+// of hiding the messages until it runs out (the queue's leaseTime). The
+// lease must be booked (leaseBook.bookDelivered); it ends in the ack
+// coalescer's next commit, on a goroutine of its own, and the book then
+// offers its partitions to their groups at its next look
 // (Broker.watchLeases), here and in the other processes, as for a lease
 // that ran out. An autoAck pop has no lease: its claim committed the
 // messages, which are gone with its client.
