@@ -13,7 +13,7 @@ B=/tmp/bench
 # The reference lives beside the repository (../shared/reference, bench/README.md).
 REF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../shared/reference" && pwd)/run.sh
 server() { # T DB -> sets URL, SP
-  local T=$1 DB=$2
+  local T=$1 DB=$2 i
   psql -h 127.0.0.1 -U postgres -qc "drop database if exists $DB" -c "create database $DB" \
     -c "alter database $DB set track_functions='pl'" >/dev/null 2>&1
   if [ $T = ref ]; then

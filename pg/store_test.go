@@ -137,6 +137,59 @@ func TestAppendAndClaim(t *testing.T) {
 	}
 }
 
+// TestAppend_OneCommitOverSeveralPartitionsKeepsEachSegmentApart: one call
+// writes a segment to each of several partitions, of different sizes and one
+// of them holding a duplicate; each partition's offsets continue its own
+// head, in item order, and every frame comes back whole from its own segment.
+func TestAppend_OneCommitOverSeveralPartitionsKeepsEachSegmentApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, err := s.EnsureQueue(ctx, "pgtest.append-many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []uuid.UUID
+	for _, name := range []string{"p1", "p2", "p3"} {
+		pid, err := s.EnsurePartition(ctx, q.ID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pids[1], Frames: []queengo.Frame{frame("b0")}}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Append(ctx, []queengo.Segment{
+		{Partition: pids[0], Frames: []queengo.Frame{frame("a1"), frame("a2"), frame("a3")}},
+		{Partition: pids[1], Frames: []queengo.Frame{frame("b0"), frame("b1"), frame("b2-longer-payload")}},
+		{Partition: pids[2], Frames: []queengo.Frame{frame("c1")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d[1][0] == uuid.Nil || d[0][0] != uuid.Nil || d[1][1] != uuid.Nil || d[2][0] != uuid.Nil {
+		t.Fatalf("duplicates: %v", d)
+	}
+	want := map[uuid.UUID][]string{pids[0]: {"a1", "a2", "a3"}, pids[1]: {"b0", "b1", "b2-longer-payload"}, pids[2]: {"c1"}}
+	for _, pid := range pids {
+		res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid, Group: queengo.QueueModeGroup,
+			Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := res[0].Messages
+		if len(msgs) != len(want[pid]) {
+			t.Fatalf("partition %v: %d messages, want %v", pid, len(msgs), want[pid])
+		}
+		for i, m := range msgs {
+			if m.TransactionID != want[pid][i] || m.Offset != int64(i+1) || string(m.Payload) != `{"tx":"`+want[pid][i]+`"}` {
+				t.Fatalf("partition %v message %d: %q at %d, %s", pid, i, m.TransactionID, m.Offset, m.Payload)
+			}
+		}
+	}
+}
+
 // TestClaim_OneFailingClaimLeavesTheRoundServed (issue 8, defect 3): the
 // claims of one round share one pipelined implicit transaction, which a
 // failing claim rolls back as a whole. Only the failing claim reports an

@@ -64,6 +64,7 @@ DECLARE
     v_dup     uuid[];
     v_n       integer;
     v_ts      timestamptz;
+    v_head    bigint[];
 BEGIN
     SELECT count(*), array_agg(DISTINCT l.queue_id) FILTER (WHERE l.max_queue_size > 0),
            array_agg(l.id) FILTER (WHERE l.encryption_enabled)
@@ -81,12 +82,14 @@ BEGIN
     END IF;
 
     -- One primary-key probe per item (a join would let the planner hash the
-    -- whole index table).
+    -- whole index table). OFFSET 0 keeps the subquery whole: pulled up, its
+    -- probe ran once for each of the two uses of dup.
     SELECT array_agg(t.dup ORDER BY t.ord), count(*) FILTER (WHERE t.dup IS NULL)
       INTO v_dup, v_n
       FROM (SELECT u.ord, (SELECT x.message_id FROM queen.txids x
                             WHERE x.partition_id = p_parts[u.seg] AND x.transaction_id = u.txid) AS dup
-              FROM unnest(p_seg, p_txids) WITH ORDINALITY AS u(seg, txid, ord)) t;
+              FROM unnest(p_seg, p_txids) WITH ORDINALITY AS u(seg, txid, ord)
+            OFFSET 0) t;
     IF v_n > 0 AND v_capped IS NOT NULL THEN
         -- In queue id order, so writers of several capped queues (a
         -- transaction) take them in one order. The key's class (0x7167,
@@ -122,32 +125,35 @@ BEGIN
     -- One time for every segment of the commit, taken after the locks and
     -- never behind any of their partitions' last write, so createdAt orders
     -- segments within a partition and a push spread over several partitions
-    -- shares one createdAt (pop-routes.md).
-    SELECT greatest(clock_timestamp(), max(p.last_write_at)) INTO v_ts
-      FROM queen.partitions p WHERE p.id = ANY (p_parts);
+    -- shares one createdAt (pop-routes.md). v_head[k] is the head of
+    -- partition p_parts[k].
+    SELECT greatest(clock_timestamp(), max(p.last_write_at)), array_agg(p.head ORDER BY u.k)
+      INTO v_ts, v_head
+      FROM unnest(p_parts) WITH ORDINALITY AS u(id, k) JOIN queen.partitions p ON p.id = u.id;
 
+    -- Every item finds its partition's head by subscript and every segment
+    -- is one group of a single pass: joining items to segments made the
+    -- planner, which expects one row from each, loop over one for every row
+    -- of the other, quadratic in a commit spread over many partitions
+    -- (docs/benchmarks.md, "2026-12-07").
     WITH fresh AS (
         SELECT t.ord, t.seg, t.txid, t.msgid, t.frame,
-               row_number() OVER (PARTITION BY t.seg ORDER BY t.ord) AS rn
+               row_number() OVER w AS rn, sum(length(t.frame)) OVER w AS cum
           FROM unnest(p_seg, p_txids, p_msgids, p_frames) WITH ORDINALITY AS t(seg, txid, msgid, frame, ord)
          WHERE v_dup[t.ord] IS NULL
-    ), heads AS (
-        SELECT f.seg, p.id AS pid, p.head, count(*) AS n, v_ts AS ts
-          FROM fresh f JOIN queen.partitions p ON p.id = p_parts[f.seg]
-         GROUP BY f.seg, p.id, p.head
+        WINDOW w AS (PARTITION BY t.seg ORDER BY t.ord)
     ), ins_tx AS (
         INSERT INTO queen.txids (partition_id, transaction_id, "offset", message_id)
-        SELECT h.pid, f.txid, h.head + f.rn, f.msgid FROM fresh f JOIN heads h USING (seg)
+        SELECT p_parts[f.seg], f.txid, v_head[f.seg] + f.rn, f.msgid FROM fresh f
+    ), segs AS (
+        SELECT f.seg, count(*) AS n, array_agg(f.cum::integer ORDER BY f.ord) AS ends,
+               string_agg(f.frame, ''::bytea ORDER BY f.ord) AS frames
+          FROM fresh f GROUP BY f.seg
     ), ins_seg AS (
         INSERT INTO queen.segments (partition_id, first_offset, last_offset, created_at, ends, frames)
-        SELECT h.pid, h.head + 1, h.head + h.n, h.ts, x.ends, x.frames
-          FROM heads h,
-               LATERAL (SELECT array_agg(e.cum::integer ORDER BY e.ord) AS ends,
-                               string_agg(e.frame, ''::bytea ORDER BY e.ord) AS frames
-                          FROM (SELECT f.ord, f.frame, sum(length(f.frame)) OVER (ORDER BY f.ord) AS cum
-                                  FROM fresh f WHERE f.seg = h.seg) e) x
+        SELECT p_parts[s.seg], v_head[s.seg] + 1, v_head[s.seg] + s.n, v_ts, s.ends, s.frames FROM segs s
     )
-    UPDATE queen.partitions p SET head = h.head + h.n, last_write_at = h.ts FROM heads h WHERE p.id = h.pid;
+    UPDATE queen.partitions p SET head = v_head[s.seg] + s.n, last_write_at = v_ts FROM segs s WHERE p.id = p_parts[s.seg];
     RETURN v_dup;
 END;
 $$;
