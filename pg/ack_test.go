@@ -534,3 +534,47 @@ func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestAckSpans_TwoSpansOfOneCursorInOneCall: a shared ack commit may carry
+// two requests' spans of one cursor. The one right after committed applies
+// as a span; the other's items resolve through queen.ack in the same call,
+// after it, so both end acked and the lease ends at its last offset.
+func TestAckSpans_TwoSpansOfOneCursorInOneCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, parts := lockQueue(t, s, "a")
+	frames := []queengo.Frame{frame("t-2"), frame("t-3"), frame("t-4"), frame("t-5")}
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: parts[0], Frames: frames}}); err != nil {
+		t.Fatal(err)
+	}
+	lease := uuid.Must(uuid.NewV7())
+	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+		Batch: 10, LeaseID: lease}})
+	if err != nil || res[0].Err != nil || len(res[0].Messages) != 5 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	db := session(t, "10s")
+	part, group := parts[0].String(), queengo.QueueModeGroup
+	var out string
+	if err := db.QueryRow(ctx, `SELECT string_agg(format('%s/%s %s released=%s', k, idx, success, released), ',' ORDER BY k, idx)
+  FROM queen.ack_spans($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::bigint[], $1::uuid[], $2::text[], $6::text[])`,
+		[]string{part, part}, []string{group, group}, []string{lease.String(), lease.String()},
+		[]int64{4, 1}, []int64{5, 3}, []string{"t-4", "t-5", "m-a", "t-2", "t-3"}).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	// Span 2 (offsets 1-3) applies; span 1 (4-5) is past committed when the
+	// cursor is locked, so its items 1 and 2 go through queen.ack.
+	if want := "2/ t released=f,/1 t released=f,/2 t released=t"; out != want {
+		t.Fatalf("ack_spans answered %s, want %s", out, want)
+	}
+	var committed int64
+	var leased bool
+	if err := db.QueryRow(ctx, `SELECT committed, lease_id IS NOT NULL FROM queen.cursors WHERE partition_id = $1`, part).
+		Scan(&committed, &leased); err != nil {
+		t.Fatal(err)
+	}
+	if committed != 5 || leased {
+		t.Fatalf("cursor committed=%d leased=%v, want 5 and no lease", committed, leased)
+	}
+}

@@ -379,19 +379,24 @@ DECLARE
     v_offs   bigint[];
     v_i      integer;
 BEGIN
+    -- A locked row per span (k) and per cursor of p_more (k NULL): a span
+    -- reads its own row, with no join of spans to rows, which the planner
+    -- (expecting one row from each side) ran as a loop over all rows for
+    -- every span. A cursor named twice is locked twice, which is a no-op.
     WITH locked AS MATERIALIZED (
-        SELECT c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked
-          FROM (SELECT u.part, u.grp FROM unnest(p_parts, p_groups) AS u(part, grp)
-                UNION
-                SELECT m.part, m.grp FROM unnest(p_more_parts, p_more_groups) AS m(part, grp)) x
+        SELECT x.k, c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked
+          FROM (SELECT s.part, s.grp, s.k::integer AS k
+                  FROM unnest(p_parts, p_groups) WITH ORDINALITY AS s(part, grp, k)
+                UNION ALL
+                SELECT m.part, m.grp, NULL FROM unnest(p_more_parts, p_more_groups) AS m(part, grp)) x
           JOIN queen.cursors c ON c.partition_id = x.part AND c.consumer_group = x.grp
          ORDER BY c.partition_id, c.consumer_group
            FOR UPDATE OF c
     ), fit AS (
-        SELECT s.k::integer AS k, l.partition_id, l.consumer_group, l.lease_end, s.last
-          FROM unnest(p_parts, p_groups, p_leases, p_firsts, p_lasts) WITH ORDINALITY AS s(part, grp, lease, first, last, k)
-          JOIN locked l ON l.partition_id = s.part AND l.consumer_group = s.grp
-         WHERE l.lease_id = s.lease AND l.committed = s.first - 1 AND s.last <= l.lease_end
+        SELECT l.k, l.partition_id, l.consumer_group, l.lease_end, p_lasts[l.k] AS last
+          FROM locked l
+         WHERE l.k IS NOT NULL
+           AND l.lease_id = p_leases[l.k] AND l.committed = p_firsts[l.k] - 1 AND p_lasts[l.k] <= l.lease_end
            AND l.lease_expires_at > now() AND cardinality(l.acked) = 0
            AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d
                             WHERE d.partition_id = l.partition_id AND d.consumer_group = l.consumer_group

@@ -8,16 +8,8 @@
 #   git checkout <new> && go build -o /tmp/qg-new ./cmd/queengo
 OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)}
 ROOT=$(cd "$OUT/../../.." && pwd)
-PSQL="psql -h 127.0.0.1 -U postgres -q"; DB=append_ab
-$PSQL -c "drop database if exists $DB" -c "create database $DB" >/dev/null
-# The broker migrates the database; one push per partition creates them.
-DATABASE_URL=postgres://postgres@127.0.0.1:5432/$DB PORT=6653 FILE_BUFFER_DIR=off LOG_LEVEL=warn /tmp/qg-new >/dev/null 2>&1 & SP=$!
-for i in $(seq 100); do curl -sf http://127.0.0.1:6653/health >/dev/null && break; sleep 0.2; done
-for p in $(seq 0 99); do
-  curl -sf -XPOST http://127.0.0.1:6653/api/v1/push -H 'content-type: application/json' \
-    -d "{\"items\":[{\"queue\":\"q\",\"partition\":\"p$p\",\"payload\":{\"a\":1}}]}" >/dev/null
-done
-kill $SP; wait $SP 2>/dev/null
+DB=append_ab
+. "$OUT/setup.sh"
 # shape N P: N items of 100 bytes over P partitions, each partition's items together.
 for s in "130 100" "400 100" "50 10" "500 10"; do
   set -- $s
