@@ -3,7 +3,8 @@
 //
 // migrations/NNN_name.up.sql are the numbered schema migrations: tables,
 // indexes, constraints and the one trigger (with a first version of the
-// trigger function it needs; the current one is in functions), DDL only. Each is applied once, in version order, and recorded in
+// trigger function it needs; the current one is in functions), DDL only.
+// Each is applied once, in version order, and recorded in
 // queen.schema_migrations.
 //
 // functions/*.sql hold every other function (the hot PL/pgSQL of append,
