@@ -313,7 +313,7 @@ SELECT sel.id, sel.name, sel.queue, sel.namespace, sel.task, sel.priority,
   JOIN queen.tombstones t ON t.partition_id = w.pid AND t."offset" > w.lo AND t."offset" <= w.hi`, pids, los, his)
 	b.Queue(`SELECT d.partition_id, d."offset", d.consumer_group
   FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS w(pid, lo, hi)
-  JOIN queen.dead_letters d ON d.partition_id = w.pid AND d."offset" > w.lo AND d."offset" <= w.hi
+  JOIN queen.dead_letters d ON d.partition_id = w.pid AND d."offset" > w.lo AND d."offset" <= w.hi AND d.resolves
  LIMIT $4`, pids, los, his, listDeadMax)
 	br := c.SendBatch(ctx, b)
 	defer br.Close()

@@ -252,7 +252,8 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 		m.Namespace, m.Task, m.Options = q.Namespace, q.Task, q.Options
 		rows, err := c.Query(ctx, `SELECT c.consumer_group,
        CASE WHEN EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = c.partition_id
-                            AND d.consumer_group = c.consumer_group AND d."offset" = $2) THEN 'dead_letter'
+                            AND d.consumer_group = c.consumer_group AND d."offset" = $2 AND d.resolves)
+            THEN 'dead_letter'
             WHEN $2 <= c.committed THEN 'completed'
             WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND $2 <= c.lease_end THEN 'processing'
             ELSE 'pending' END,

@@ -9,6 +9,8 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 -- dead_letter copies the frame at p_offset into the dead letters of the group.
+-- A dead letter of the offset that no longer resolves it (its group was
+-- deleted or sought back since: migration 009) becomes this one.
 CREATE OR REPLACE FUNCTION queen.dead_letter(p_partition uuid, p_group text, p_offset bigint, p_error text, p_retries integer)
 RETURNS void
 LANGUAGE sql AS $$
@@ -18,7 +20,10 @@ LANGUAGE sql AS $$
            p_error, p_retries, s.created_at
       FROM queen.segments s
      WHERE s.partition_id = p_partition AND s.first_offset <= p_offset AND s.last_offset >= p_offset
-    ON CONFLICT (partition_id, consumer_group, "offset") DO NOTHING
+    ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE
+       SET resolves = true, error_message = excluded.error_message, retry_count = excluded.retry_count,
+           failed_at = now()
+     WHERE NOT queen.dead_letters.resolves
 $$;
 
 -- ack applies acknowledgements: item i acks transaction p_txids[i] of
@@ -143,7 +148,8 @@ BEGIN
                    (c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND cardinality(c.acked) = 0
                     AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d
                                      WHERE d.partition_id = c.partition_id AND d.consumer_group = c.consumer_group
-                                       AND d."offset" > c.committed AND d."offset" <= c.lease_end)) AS live
+                                       AND d."offset" > c.committed AND d."offset" <= c.lease_end
+                                       AND d.resolves)) AS live
               FROM (SELECT DISTINCT it.part, it.grp FROM items it) i
               JOIN queen.cursors c ON c.partition_id = i.part AND c.consumer_group = i.grp
              ORDER BY c.partition_id, c.consumer_group
@@ -200,7 +206,8 @@ BEGIN
                c.not_before,
                ARRAY(SELECT d."offset" FROM queen.dead_letters d
                       WHERE d.partition_id = c.partition_id AND d.consumer_group = c.consumer_group
-                        AND d."offset" > c.committed AND d."offset" <= coalesce(c.lease_end, c.committed)) AS dead
+                        AND d."offset" > c.committed AND d."offset" <= coalesce(c.lease_end, c.committed)
+                        AND d.resolves) AS dead
           FROM (SELECT DISTINCT u.part, u.grp FROM unnest(p_parts, p_groups, p_statuses) AS u(part, grp, status)
                  WHERE u.status IN ('completed', 'success', 'failed', 'retry', 'dlq')) i
           JOIN queen.cursors c ON c.partition_id = i.part AND c.consumer_group = i.grp
@@ -400,7 +407,7 @@ BEGIN
            AND l.lease_expires_at > now() AND cardinality(l.acked) = 0
            AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d
                             WHERE d.partition_id = l.partition_id AND d.consumer_group = l.consumer_group
-                              AND d."offset" > l.committed AND d."offset" <= l.lease_end)
+                              AND d."offset" > l.committed AND d."offset" <= l.lease_end AND d.resolves)
     ), applied AS (
         UPDATE queen.cursors c
            SET committed = f.last,

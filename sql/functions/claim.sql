@@ -297,6 +297,7 @@ BEGIN
                                           SELECT dl."offset" FROM queen.dead_letters dl
                                            WHERE dl.partition_id = l.pid AND dl.consumer_group = p_group
                                              AND dl."offset" > l.committed AND dl."offset" <= l.committed + l.avail
+                                             AND dl.resolves
                                            ORDER BY 1) AS tomb
                              OFFSET 0) t -- one probe per row: pulled up, the
                                          -- subquery ran once per use of tomb

@@ -139,9 +139,28 @@ BEGIN
 END;
 $$;
 
+-- unresolve_dead_letters makes the dead letters of group p_group on the
+-- partitions p_parts past offset p_after stop resolving their offsets
+-- (migration 009): the group's cursor there is deleted (p_after 0) or moved
+-- back to p_after (a seek), and the group meets those messages again. The
+-- dead letters stay listed. The caller holds the cursors, so only a
+-- transaction removing a dead letter (requeue, delete, message retry) can
+-- hold one: those are skipped rather than waited for, as a retry locks the
+-- dead letters before the cursors.
+CREATE OR REPLACE FUNCTION queen.unresolve_dead_letters(p_group text, p_parts uuid[], p_after bigint)
+RETURNS void
+LANGUAGE sql AS $$
+    UPDATE queen.dead_letters d SET resolves = false
+     WHERE d.id IN (SELECT d0.id FROM queen.dead_letters d0
+                     WHERE d0.partition_id = ANY (p_parts) AND d0.consumer_group = p_group
+                       AND d0."offset" > p_after AND d0.resolves
+                       FOR UPDATE SKIP LOCKED)
+$$;
+
 -- delete_group deletes the cursors of p_group on the queue p_queue (on
 -- every queue when NULL) with their attempt counts and, with p_metadata,
--- its subscription records there; dead letters stay. The group's next pop
+-- its subscription records there; its dead letters stay listed but no
+-- longer resolve their offsets (unresolve_dead_letters). The group's next pop
 -- is a first contact (D6). missing is 'queue' or 'group' (the group has
 -- neither a cursor nor a record there) when nothing was done; queues and
 -- partitions name the cursors deleted, in partition id order.
@@ -149,8 +168,9 @@ $$;
 -- Locks (docs/architecture.md, "Lock order"): the subscription records
 -- first, as a claim round writes them before cursors; then the cursor rows
 -- FOR UPDATE in (partition, group) order, as acks take them; under them the
--- attempts rows, which are only written under their cursor's lock. No
--- partition row is locked.
+-- attempts rows, which are only written under their cursor's lock, and the
+-- group's dead letters there (skipping any being removed). No partition row
+-- is locked.
 CREATE OR REPLACE FUNCTION queen.delete_group(p_group text, p_queue text, p_metadata boolean,
                                               OUT missing text, OUT queues text[], OUT partitions uuid[])
 LANGUAGE plpgsql AS $$
@@ -189,6 +209,7 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM queen.attempts a WHERE a.partition_id = ANY (partitions) AND a.consumer_group = p_group;
+    PERFORM queen.unresolve_dead_letters(p_group, partitions, 0);
     DELETE FROM queen.cursors c WHERE c.partition_id = ANY (partitions) AND c.consumer_group = p_group;
 END;
 $$;
@@ -248,22 +269,26 @@ $$;
 -- (p_to_end) or to seek_offset(p_at), and releases its lease: no lease, no
 -- acked offsets, no retry delay. Acks under the old lease then fail; the
 -- span is claimable again. Partitions the group never contacted are left
--- alone. Attempt counts and dead letters stay: a dead-lettered offset is
--- not delivered again. missing is 'queue', 'partition' or 'group' (neither a
+-- alone. Attempt counts stay; dead letters stay listed, and the ones past
+-- the cursor's new place no longer resolve their offsets
+-- (unresolve_dead_letters): a seek back delivers those messages again, as
+-- it does every other. missing is 'queue', 'partition' or 'group' (neither a
 -- cursor nor a record on the queue) when nothing was done; partitions lists
 -- the cursors moved; head_at is when p_partition's newest segment was
 -- written.
 --
 -- Locks: the cursor rows FOR UPDATE in (partition, group) order, as acks
--- take them, each updated as it is locked; partition rows are only read.
+-- take them, each updated as it is locked, then its dead letters (skipping
+-- any being removed); partition rows are only read.
 CREATE OR REPLACE FUNCTION queen.seek_group(p_group text, p_queue text, p_partition text, p_to_end boolean,
                                             p_at timestamptz,
                                             OUT missing text, OUT partitions uuid[], OUT head_at timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_qid uuid;
-    v_pid uuid;
-    r     record;
+    v_qid       uuid;
+    v_pid       uuid;
+    v_committed bigint;
+    r           record;
 BEGIN
     partitions := '{}';
     SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = p_queue;
@@ -290,7 +315,9 @@ BEGIN
         UPDATE queen.cursors c
            SET committed = CASE WHEN p_to_end THEN r.head ELSE queen.seek_offset(r.partition_id, r.head, p_at) END,
                lease_id = NULL, lease_end = NULL, lease_expires_at = NULL, acked = '{}', not_before = NULL
-         WHERE c.partition_id = r.partition_id AND c.consumer_group = p_group;
+         WHERE c.partition_id = r.partition_id AND c.consumer_group = p_group
+        RETURNING c.committed INTO v_committed;
+        PERFORM queen.unresolve_dead_letters(p_group, ARRAY[r.partition_id], v_committed);
         partitions := partitions || r.partition_id;
     END LOOP;
     IF cardinality(partitions) = 0 AND NOT queen.group_known(p_group, v_qid) THEN

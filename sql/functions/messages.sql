@@ -30,7 +30,7 @@ BEGIN
         v_done := v_acked
             || ARRAY(SELECT d."offset" FROM queen.dead_letters d
                       WHERE d.partition_id = p_partition AND d.consumer_group = c.consumer_group
-                        AND d."offset" > c.committed AND d."offset" <= c.lease_end)
+                        AND d."offset" > c.committed AND d."offset" <= c.lease_end AND d.resolves)
             || ARRAY(SELECT t."offset" FROM queen.tombstones t
                       WHERE t.partition_id = p_partition AND t."offset" > c.committed AND t."offset" <= c.lease_end);
         v_committed := c.committed;
@@ -112,7 +112,7 @@ BEGIN
          WHERE c.partition_id = p_partition AND v_off > c.committed
            AND NOT (c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND v_off <= c.lease_end AND v_off = ANY (c.acked))
            AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = p_partition
-                              AND d.consumer_group = c.consumer_group AND d."offset" = v_off)
+                              AND d.consumer_group = c.consumer_group AND d."offset" = v_off AND d.resolves)
          ORDER BY c.consumer_group);
     IF cardinality(groups) = 0 THEN
         IF EXISTS (SELECT 1 FROM queen.cursors c WHERE c.partition_id = p_partition) THEN

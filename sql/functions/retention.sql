@@ -50,7 +50,7 @@ BEGIN
     v_acked := ARRAY(SELECT a FROM unnest(c.acked) AS a WHERE a > p_to);
     v_dead := ARRAY(SELECT d."offset" FROM queen.dead_letters d
                      WHERE d.partition_id = p_partition AND d.consumer_group = p_group
-                       AND d."offset" > p_to AND d."offset" <= coalesce(c.lease_end, p_to));
+                       AND d."offset" > p_to AND d."offset" <= coalesce(c.lease_end, p_to) AND d.resolves);
     WHILE (v_committed + 1) = ANY (v_acked) OR (v_committed + 1) = ANY (v_dead) LOOP
         v_acked := array_remove(v_acked, v_committed + 1);
         v_committed := v_committed + 1;
@@ -354,7 +354,11 @@ BEGIN
            AND NOT (o.o = ANY (c.acked))
            -- A deleted message (D10) is resolved already, not waiting.
            AND NOT EXISTS (SELECT 1 FROM queen.tombstones t WHERE t.partition_id = p_parts[i] AND t."offset" = o.o)
-        ON CONFLICT (partition_id, consumer_group, "offset") DO NOTHING;
+        -- One that no longer resolves its offset (migration 009) becomes this one.
+        ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE
+           SET resolves = true, error_message = excluded.error_message, retry_count = excluded.retry_count,
+               failed_at = now()
+         WHERE NOT queen.dead_letters.resolves;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         PERFORM queen.move_cursor(p_parts[i], p_groups[i], v_to);
         evicted := evicted + v_n;

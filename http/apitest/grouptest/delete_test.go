@@ -25,9 +25,10 @@ func subscriptions(t *testing.T, group string) int64 {
 
 // After a delete the group's next pop is a first contact: with no
 // subscription record it starts at the oldest retained message, so it
-// consumes everything again, in order. Its attempt counts go with its
-// cursors; its dead letters stay, and what it dead-lettered is not
-// delivered to it again while they do.
+// consumes everything again, in order, what it dead-lettered included (as
+// with the reference server). Its attempt counts go with its cursors; its
+// dead letters stay listed, and one it dead-letters again resolves its
+// offset again.
 func TestGroupDelete_ThenReconsume(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
@@ -61,13 +62,25 @@ func TestGroupDelete_ThenReconsume(t *testing.T) {
 		t.Fatalf("dead letters after delete: %d", dl)
 	}
 	apitest.WantError(t, s.Get(t, groupPath(g, "")), 404, "consumer group not found")
-	// The offset the group dead-lettered stays resolved for it while its
-	// dead letter exists: the reconsume skips it.
-	if got := consume(t, s, q1, g); !slices.Equal(got, want1[:2]) {
-		t.Fatalf("reconsumed %s: %v, want %v", q1, got, want1[:2])
+	if got := consume(t, s, q1, g); !slices.Equal(got, want1) {
+		t.Fatalf("reconsumed %s: %v, want %v", q1, got, want1)
 	}
 	if got := consume(t, s, q2, g); !slices.Equal(got, want2) {
 		t.Fatalf("reconsumed %s: %v, want %v", q2, got, want2)
+	}
+	// Once more, and this time the group dead-letters the message again:
+	// still one dead letter, and the group does not meet it a third time.
+	s.Delete(t, groupPath(g, ""))
+	p = s.PopOK(t, apitest.PopQueue(q1, "consumerGroup", g, "batch", "3"))
+	apitest.WantTxIDs(t, "after the second delete", p, want1)
+	s.AckBatchOK(t, g, apitest.AckItem(p.Messages[0], "completed"), apitest.AckItem(p.Messages[1], "completed"),
+		apitest.AckItem(p.Messages[2], "dlq"))
+	if dl := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.dead_letters
+ WHERE partition_id = $1 AND consumer_group = $2 AND resolves`, pid, g); dl != 1 {
+		t.Fatalf("dead letters resolving after the second pass: %d", dl)
+	}
+	if got := consume(t, s, q1, g); len(got) != 0 {
+		t.Fatalf("after the second pass %s: %v, want nothing", q1, got)
 	}
 	// A second delete of a group with nothing left is 404.
 	s.Delete(t, groupPath(g, ""))

@@ -39,6 +39,37 @@ func segmentTime(t *testing.T, queue, tx string) string {
 	return ts
 }
 
+// A seek back replays what the group dead-lettered past its new place too:
+// the dead letter stays listed, but no longer hides the message from the
+// group, as with the reference server.
+func TestGroupSeek_BackReplaysDeadLettered(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q, g := apitest.Unique(t, "gseek-dlq"), apitest.Unique(t, "g")
+	start := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	all := s.PushN(t, q, "", 3).TxIDs()
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", g, "batch", "3"))
+	apitest.WantTxIDs(t, "first pass", p, all)
+	s.AckBatchOK(t, g, apitest.AckItem(p.Messages[0], "completed"), apitest.AckItem(p.Messages[1], "dlq"),
+		apitest.AckItem(p.Messages[2], "completed"))
+	if got := consume(t, s, q, g); len(got) != 0 {
+		t.Fatalf("after the first pass: %v", got)
+	}
+	var r sought
+	decode(t, s.Post(t, seekPath(g, q), map[string]any{"timestamp": start}), &r)
+	if !r.Success || r.PartitionsUpdated != 1 {
+		t.Fatalf("seek: %+v", r)
+	}
+	if got := consume(t, s, q, g); !slices.Equal(got, all) {
+		t.Fatalf("after the seek back: %v, want %v", got, all)
+	}
+	pid := apitest.PartitionID(t, q, "Default")
+	if dl := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1 AND consumer_group = $2`,
+		pid, g); dl != 1 {
+		t.Fatalf("dead letters after the replay: %d", dl)
+	}
+}
+
 // Replay: a group that consumed and acked everything, sought back to a
 // time before the messages, receives them again in order; sought to the
 // time of the first write, it receives the later writes only (segment
