@@ -123,7 +123,8 @@ type Broker struct {
 	cross          *crossProcess
 	stopCross      context.CancelFunc
 	acks           *ackCoalescer
-	leases         *leaseBook // shared with the actors (deps.leases)
+	leases         *leaseBook  // shared with the actors (deps.leases)
+	lost           *lostLeases // shared with the actors (deps.lost)
 	stats          *brokerStats
 	buf            *pushBuffer
 }
@@ -151,7 +152,8 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		log = slog.Default()
 	}
 	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
-		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook()}
+		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook(),
+		lost: newLostLeases()}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -160,7 +162,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}))
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
-		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks}
+		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks, lost: b.lost}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
 			offer:  b.offer,
@@ -239,11 +241,21 @@ const leaseExpiryEvery = 100 * time.Millisecond
 
 // watchLeases offers, every leaseExpiryEvery until Close, the partitions of
 // the leases this process handed out that ended unacknowledged (by c's
-// time) to their groups.
+// time) to their groups, and ends the lost leases that are due (lostLeases).
 func (b *Broker) watchLeases(c clock) {
 	defer close(b.leasesDone)
 	t := time.NewTicker(leaseExpiryEvery)
 	defer t.Stop()
+	// ctx ends at Close: it bounds the attempts to end lost leases.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stopRefresh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-b.stopRefresh:
@@ -257,6 +269,16 @@ func (b *Broker) watchLeases(c clock) {
 					q = l.queues[i]
 				}
 				b.freed(q, p, l.group)
+			}
+		}
+		if ids := b.lost.due(c.Now()); len(ids) > 0 {
+			// Here, not on a goroutine of its own: one attempt at a time,
+			// and Close cancels it. The offers above wait meanwhile, which
+			// matters little: a lost lease comes from a database that
+			// stopped answering.
+			if err := b.endLost(ctx, ids); err != nil {
+				b.log.Warn("ending the leases of claims whose answer was lost failed; trying again", "leases", len(ids),
+					"error", err)
 			}
 		}
 	}

@@ -55,6 +55,9 @@ type deps struct {
 	// acks answers the acks a claim round carried (handed off by
 	// Broker.Ack) as its own commits' acks are answered.
 	acks *ackCoalescer
+	// lost keeps the leases of claims whose answer was lost, for the
+	// Broker to end (lostLeases).
+	lost *lostLeases
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
 }

@@ -18,8 +18,11 @@ var (
 	// popsCancelled counts the pops whose client left before reading their
 	// answer: parked, waiting for a round, or in one; popsAbandoned those of
 	// them whose claim had taken messages (abandon.go).
-	popsCancelled     = metrics.NewCounter(`queengo_pops_cancelled_total`)
-	popsAbandoned     = metrics.NewCounter(`queengo_pops_abandoned_total`)
+	popsCancelled = metrics.NewCounter(`queengo_pops_cancelled_total`)
+	popsAbandoned = metrics.NewCounter(`queengo_pops_abandoned_total`)
+	// lostLeasesEnded counts the leases of claims whose answer was lost
+	// that the Broker ended (lost.go).
+	lostLeasesEnded   = metrics.NewCounter(`queengo_lost_leases_ended_total`)
 	actorRestarts     = metrics.NewCounter(`queengo_actor_restarts_total`)
 	actorPassivations = metrics.NewCounter(`queengo_actor_passivations_total`)
 	parked            atomic.Int64

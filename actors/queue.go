@@ -433,7 +433,7 @@ func (a *queueActor) onRound(r *claimRound) {
 	for i, w := range r.ws {
 		o := r.outcome(i)
 		if o == outcomeFailed {
-			answer(w, popReply{err: r.failure(i)})
+			answer(w, r.failedClaim(a.d, i, now))
 			continue
 		}
 		p, res := &r.params[i], &r.res[i]

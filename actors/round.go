@@ -52,6 +52,7 @@ type claimRound struct {
 	res    []queengo.ClaimResult // one per pop; a claim's own failure is in its Err
 	err    error                 // the whole round failed
 	errs   []error               // per pop, when its partition lookup failed
+	sent   []bool                // per pop: its claim went to the store
 	parts  map[string]uuid.UUID  // partition ids the round looked up
 	loaded []uuid.UUID           // the scope's queues, when the round loaded them
 	names  []string              // their names, in the same order
@@ -164,7 +165,7 @@ func (r *claimRound) answerBack(d *deps, err error) {
 func (r *claimRound) last(d *deps, i int, now time.Time) popReply {
 	switch r.outcome(i) {
 	case outcomeFailed:
-		return popReply{err: r.failure(i)}
+		return r.failedClaim(d, i, now)
 	case outcomeDelivered:
 		d.leases.bookDelivered(r.ws[i], &r.res[i], now)
 		return popReply{res: r.delivered(i)}
@@ -225,6 +226,12 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 		}
 	}
 	r.res = make([]queengo.ClaimResult, len(r.params))
+	r.sent = make([]bool, len(r.params))
+	if r.err == nil {
+		for _, i := range todo {
+			r.sent[i] = true
+		}
+	}
 	items := joinAcks(r.acks)
 	if len(items) > 0 {
 		handOffItems.Update(float64(len(items)))
@@ -282,6 +289,18 @@ func (r *claimRound) failure(i int) error {
 		return r.errs[i]
 	}
 	return r.res[i].Err
+}
+
+// failedClaim is the answer of the i-th pop, whose claim failed: its error. A
+// claim that went to the store and failed on the request deadline or a lost
+// connection may have committed all the same: its lease is kept for the
+// Broker to end (lostLeases).
+func (r *claimRound) failedClaim(d *deps, i int, now time.Time) popReply {
+	err := r.failure(i)
+	if r.sent != nil && r.sent[i] {
+		d.lost.claimFailed(r.ws[i], err, now)
+	}
+	return popReply{err: err}
 }
 
 // outcome is what the round gave the i-th pop.

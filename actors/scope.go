@@ -142,7 +142,7 @@ func (a *scopeActor) onRound(r *claimRound) {
 	for i, w := range r.ws {
 		switch o := r.outcome(i); {
 		case o == outcomeFailed:
-			answer(w, popReply{err: r.failure(i)})
+			answer(w, r.failedClaim(a.d, i, now))
 		case w.cancelled:
 			if o == outcomeDelivered {
 				a.d.leases.bookDelivered(w, &r.res[i], now)

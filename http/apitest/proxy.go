@@ -16,6 +16,9 @@ import (
 //     side: what the broker sees of a server stopped with SIGSTOP (its kernel
 //     still accepts connections and buffers what is sent). Thaw resumes:
 //     what was held is delivered, in order.
+//   - FreezeReplies stops only what the server sends: the server runs and
+//     commits what it is sent, and its answers are held until Thaw (a
+//     network that drops the answers, as far as the broker can tell).
 //   - Cut closes every connection (with a reset) and resets new ones until
 //     Restore: what the broker sees of a server that is down.
 type Proxy struct {
@@ -26,8 +29,12 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	frozen bool
 	thawed chan struct{} // closed on Thaw; replaced on Freeze
-	cut    bool
-	closed bool
+	// replies and repliesThawed are frozen and thawed for what the server
+	// sends only (FreezeReplies).
+	replies       bool
+	repliesThawed chan struct{}
+	cut           bool
+	closed        bool
 }
 
 // NewProxy listens on listenAddr ("127.0.0.1:0": any free port) and forwards
@@ -39,7 +46,7 @@ func NewProxy(listenAddr, backend string) (*Proxy, error) {
 	}
 	thawed := make(chan struct{})
 	close(thawed)
-	p := &Proxy{ln: ln, backend: backend, conns: map[net.Conn]struct{}{}, thawed: thawed}
+	p := &Proxy{ln: ln, backend: backend, conns: map[net.Conn]struct{}{}, thawed: thawed, repliesThawed: thawed}
 	go p.serve()
 	return p, nil
 }
@@ -80,13 +87,33 @@ func (p *Proxy) Freeze() {
 	}
 }
 
-// Thaw resumes forwarding after Freeze.
+// FreezeReplies stops forwarding what the server sends, on every
+// connection, open or new, without closing any; the server still gets
+// everything the broker sends.
+func (p *Proxy) FreezeReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.replies {
+		p.replies = true
+		p.repliesThawed = make(chan struct{})
+	}
+}
+
+// Thaw resumes forwarding after Freeze or FreezeReplies.
 func (p *Proxy) Thaw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.frozen {
 		p.frozen = false
 		close(p.thawed)
+	}
+	p.thawRepliesLocked()
+}
+
+func (p *Proxy) thawRepliesLocked() {
+	if p.replies {
+		p.replies = false
+		close(p.repliesThawed)
 	}
 }
 
@@ -119,6 +146,7 @@ func (p *Proxy) Close() {
 		p.frozen = false
 		close(p.thawed)
 	}
+	p.thawRepliesLocked()
 }
 
 func (p *Proxy) closeConnsLocked() {
@@ -153,10 +181,14 @@ func (p *Proxy) forget(c net.Conn) {
 	delete(p.conns, c)
 }
 
-// gate returns a channel that is closed once the proxy is not frozen.
-func (p *Proxy) gate() <-chan struct{} {
+// gate returns a channel that is closed once the proxy is not frozen, and,
+// for what the server sends (reply), once replies are not frozen either.
+func (p *Proxy) gate(reply bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if reply && !p.frozen && p.replies {
+		return p.repliesThawed
+	}
 	return p.thawed
 }
 
@@ -177,7 +209,7 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.forget(c)
 	defer c.Close()
 	// A frozen server's kernel accepts the connection, but nothing answers.
-	<-p.gate()
+	<-p.gate(false)
 	b, err := net.Dial("tcp", p.backend)
 	if err != nil {
 		return
@@ -188,21 +220,21 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.forget(b)
 	defer b.Close()
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(b, c); done <- struct{}{} }()
-	go func() { p.pipe(c, b); done <- struct{}{} }()
+	go func() { p.pipe(b, c, false); done <- struct{}{} }()
+	go func() { p.pipe(c, b, true); done <- struct{}{} }()
 	<-done
 	// One side ended: end the other (the closes above run on return).
 }
 
 // pipe copies src to dst chunk by chunk, holding each chunk while the proxy
 // is frozen (so TCP flow control backs the sender up, as with a stopped
-// process).
-func (p *Proxy) pipe(dst, src net.Conn) {
+// process), or, for what the server sends (reply), while replies are.
+func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			<-p.gate()
+			<-p.gate(reply)
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -210,7 +242,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		if err != nil {
 			if err == io.EOF {
 				// Hold the end of stream too while frozen.
-				<-p.gate()
+				<-p.gate(reply)
 			}
 			return
 		}

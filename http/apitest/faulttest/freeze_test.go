@@ -155,7 +155,8 @@ func TestFrozenDatabase_EveryRequestAnswers5xxWithinTheRequestDeadline(t *testin
 	}
 	// A fresh group: the frozen pop's claim may have run when the database
 	// thawed, leasing g-pop's messages to a client that was answered 500
-	// (they are delivered again when that lease expires).
+	// (the broker ends that lease once the database answers:
+	// TestD12_APopWhoseClaimAnswerWasLostFreesItsLease).
 	if p := s.Pop(t, apitest.PopQueue(q, "consumerGroup", "g-pop-after", "batch", "1")); p == nil {
 		t.Errorf("pop after the thaw: 204, want messages")
 	}

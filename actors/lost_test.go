@@ -1,0 +1,94 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queengo/queengo"
+)
+
+func lostPop(autoAck bool) *waiter {
+	return &waiter{req: &queengo.PopRequest{AutoAck: autoAck}, leaseID: uuid.New()}
+}
+
+// TestLostLeases_OnlyClaimsThatMayHaveCommitted: a failed claim's lease is
+// kept only when the failure is the request deadline or a lost connection,
+// after which PostgreSQL may have committed the claim, and only when the pop
+// leases (an autoAck claim has no lease to end).
+func TestLostLeases_OnlyClaimsThatMayHaveCommitted(t *testing.T) {
+	t.Parallel()
+	l := newLostLeases()
+	for _, tc := range []struct {
+		err     error
+		autoAck bool
+		want    bool
+	}{
+		{fmt.Errorf("error claiming: %w: request deadline passed", queengo.ErrTimeout), false, true},
+		{fmt.Errorf("error claiming: %w: connection lost", queengo.ErrUnavailable), false, true},
+		{fmt.Errorf("error claiming: %w", queengo.ErrTimeout), true, false},
+		{fmt.Errorf("error claiming: %w", queengo.ErrPool), false, false},
+		{errors.New("error claiming: syntax"), false, false},
+	} {
+		if got := l.claimFailed(lostPop(tc.autoAck), tc.err, t0); got != tc.want {
+			t.Errorf("%v (autoAck %v): kept %v, want %v", tc.err, tc.autoAck, got, tc.want)
+		}
+	}
+	if n := l.len(); n != 2 {
+		t.Fatalf("%d leases kept, want 2", n)
+	}
+}
+
+// TestLostLeases_TriedAtGrowingIntervalsThenForgotten: a lost lease is due
+// lostFirstTry after its failure, then after twice the wait each time, seven
+// times over about two minutes, and then forgotten; a settled one is
+// forgotten at once.
+func TestLostLeases_TriedAtGrowingIntervalsThenForgotten(t *testing.T) {
+	t.Parallel()
+	l := newLostLeases()
+	w := lostPop(false)
+	l.claimFailed(w, queengo.ErrTimeout, t0)
+	if ids := l.due(t0.Add(lostFirstTry - time.Millisecond)); len(ids) != 0 {
+		t.Fatalf("due before lostFirstTry: %v", ids)
+	}
+	var tries []time.Duration
+	for at := time.Duration(0); at <= 5*time.Minute; at += 100 * time.Millisecond {
+		if ids := l.due(t0.Add(at)); len(ids) == 1 && ids[0] == w.leaseID {
+			tries = append(tries, at)
+		}
+	}
+	want := []time.Duration{1, 3, 7, 15, 31, 63, 127}
+	if len(tries) != len(want) {
+		t.Fatalf("tried at %v, want at %v s", tries, want)
+	}
+	for i := range want {
+		if tries[i] != want[i]*time.Second {
+			t.Fatalf("tried at %v, want at %v s", tries, want)
+		}
+	}
+	if n := l.len(); n != 0 {
+		t.Fatalf("%d leases kept after the last try", n)
+	}
+
+	l.claimFailed(w, queengo.ErrTimeout, t0)
+	l.settled(w.leaseID)
+	if ids := l.due(t0.Add(time.Hour)); len(ids) != 0 || l.len() != 0 {
+		t.Fatalf("a settled lease is still kept: due %v", ids)
+	}
+}
+
+// TestLostLeases_Bounded: past lostLeasesMax a lost lease is not kept (it
+// runs out instead).
+func TestLostLeases_Bounded(t *testing.T) {
+	t.Parallel()
+	l := newLostLeases()
+	for range lostLeasesMax {
+		l.claimFailed(lostPop(false), queengo.ErrTimeout, t0)
+	}
+	if l.claimFailed(lostPop(false), queengo.ErrTimeout, t0) || l.len() != lostLeasesMax {
+		t.Fatalf("kept past the cap: %d", l.len())
+	}
+}
