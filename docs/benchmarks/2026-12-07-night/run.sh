@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# docs/benchmarks.md, "2026-12-07, night": two trials against the head
-# (0f8a55d), alternating pairs, one server at a time on a fresh database
-# (bench/runlib.sh), neither kept. The builds:
+# docs/benchmarks.md, "2026-12-07, night": three trials against the head
+# (0f8a55d; for the last pairs 8b8ac5c, the same claim path), alternating
+# pairs, one server at a time on a fresh database (bench/runlib.sh), none
+# kept. The builds:
 #   git checkout 0f8a55d && go build -o /tmp/qg-head ./cmd/queengo && go build -o /tmp/bench ./bench
 #   git apply docs/benchmarks/2026-12-07-night/async-acks.patch && go build -o /tmp/qg-exp ./cmd/queengo
 #   git checkout -- . && git apply docs/benchmarks/2026-12-07-night/round-slack.patch && go build -o /tmp/qg-slack ./cmd/queengo
+#   git checkout -- . && git apply docs/benchmarks/2026-12-07-night/ones.patch && go build -o /tmp/qg-ones ./cmd/queengo
 # async-acks.patch commits acks (coalesced and handed off) with
 # synchronous_commit=off when QG_EXP_ASYNC is set: /tmp/qg-expa sets it.
 # The results of the first two head runs of the batch-1 async pairs were
@@ -24,3 +26,4 @@ pairs head slack 3 consume b1p100 --batch 1 --consumers 50 --partitions 100 --me
 pairs head slack 2 consume b1p10s --batch 1 --consumers 50 --partitions 10 --messages 100000 --duration 20s
 pairs slack head 3 consume b1p100r --batch 1 --consumers 50 --partitions 100 --messages 150000 --duration 20s
 for i in 1 2; do run e2e head r5k-$i --rate 5000 --batch 1 --pop-partitions 0 --duration 15s; done
+pairs head ones 3 consume ob1p10 --batch 1 --consumers 50 --partitions 10 --messages 100000 --duration 20s
