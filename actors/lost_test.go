@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -90,5 +91,38 @@ func TestLostLeases_Bounded(t *testing.T) {
 	}
 	if l.claimFailed(lostPop(false), queengo.ErrTimeout, t0) || l.len() != lostLeasesMax {
 		t.Fatalf("kept past the cap: %d", l.len())
+	}
+}
+
+// TestPop_AClaimThatTimedOutHasItsLeaseEnded (D12): a pop whose claim
+// failed on the request deadline answers that error, and the Broker then
+// ends, by its id alone, the lease the claim may have committed: about
+// lostFirstTry later, with no cursors to name.
+func TestPop_AClaimThatTimedOutHasItsLeaseEnded(t *testing.T) {
+	t.Parallel()
+	s := &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}
+	entered := make(chan uuid.UUID, 4)
+	s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		for _, c := range claims {
+			entered <- c.LeaseID
+		}
+		return nil, fmt.Errorf("error claiming: %w: request deadline passed", queengo.ErrTimeout)
+	}
+	b := newTestBroker(t, Config{Store: s})
+	start := time.Now()
+	if _, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1}); !errors.Is(err, queengo.ErrTimeout) {
+		t.Fatalf("the pop returned %v, want ErrTimeout", err)
+	}
+	lease := <-entered
+	select {
+	case got := <-s.ends:
+		if got != lease {
+			t.Fatalf("ended lease %s, want the failed claim's %s", got, lease)
+		}
+		if d := time.Since(start); d < lostFirstTry {
+			t.Fatalf("ended after %v, before lostFirstTry", d)
+		}
+	case <-time.After(lostFirstTry + 5*time.Second):
+		t.Fatal("the lease of the timed-out claim was not ended")
 	}
 }
