@@ -144,3 +144,40 @@ func TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded(t *testing.T) {
 		t.Fatal("the unread answer is still there")
 	}
 }
+
+// TestPop_AnswersWithinItsBoundWhenTheDatabaseStalls: pops queued behind
+// claim rounds that never come back (a database that stopped answering, a
+// store that ignores its deadline) answer ErrTimeout after popSlack request
+// timeouts, those of the round in flight and those still waiting for one
+// alike; none hangs.
+func TestPop_AnswersWithinItsBoundWhenTheDatabaseStalls(t *testing.T) {
+	t.Parallel()
+	s := newFakeStore()
+	release := make(chan struct{})
+	s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		<-release
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	const timeout = 200 * time.Millisecond
+	b := newTestBroker(t, Config{Store: s, RequestTimeout: timeout})
+	t.Cleanup(func() { close(release) }) // before the broker closes
+	const pops = roundMax + 8            // one round in flight, the rest pending
+	errs := make(chan error, pops)
+	for range pops {
+		go func() {
+			_, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1})
+			errs <- err
+		}()
+	}
+	deadline := time.After(popSlack*timeout + 5*time.Second)
+	for range pops {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, queengo.ErrTimeout) {
+				t.Fatalf("a pop returned %v, want ErrTimeout", err)
+			}
+		case <-deadline:
+			t.Fatal("a pop did not answer within its bound")
+		}
+	}
+}

@@ -431,7 +431,10 @@ func (b *Broker) pushDirect(ctx context.Context, items []queengo.PushItem) ([]qu
 // or queengo.ErrTimeout (or another store error) for the 500s. ctx ends when
 // the client went away: the pop is then dropped from the park and Pop
 // returns queengo.ErrCancelled. The wait of a long poll is req.Timeout, not
-// ctx's deadline; each claim round is bounded by the request timeout.
+// ctx's deadline; each claim round is bounded by the request timeout, and
+// the whole pop by its wait plus popSlack request timeouts: past that (a
+// database that stopped answering, many pops queued behind its rounds) it
+// is dropped as when its client leaves and Pop returns queengo.ErrTimeout.
 func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error) {
 	if b.closing.Load() {
 		return queengo.PopResult{}, nil
@@ -455,14 +458,28 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 	} else {
 		h = b.toQueue(req.Queue, w)
 	}
+	bound := popSlack * b.cfg.RequestTimeout
+	if req.Wait {
+		bound += req.Timeout
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case r := <-w.reply:
 		return r.res, r.err
 	case <-ctx.Done():
 		b.system.Root.Send(h.pid, &cancelPop{w: w})
 		return queengo.PopResult{}, queengo.ErrCancelled
+	case <-t.C:
+		b.system.Root.Send(h.pid, &cancelPop{w: w})
+		return queengo.PopResult{}, fmt.Errorf("%w: the pop was not answered within %v", queengo.ErrTimeout, bound)
 	}
 }
+
+// popSlack is how many request timeouts a pop may wait beyond its long poll:
+// the claim round in flight when it came, then its own. A healthy database
+// answers a round in milliseconds, so only a stalled one reaches it.
+const popSlack = 2
 
 // Ack applies acknowledgements and returns one result per item in order
 // (it sets the Offset of the items whose message this process delivered);

@@ -16,8 +16,9 @@ var (
 	handOffItems   = metrics.NewHistogram(`queengo_ack_handoff_items`)
 	parkRefused    = metrics.NewCounter(`queengo_parked_pops_refused_total`)
 	// popsCancelled counts the pops whose client left before reading their
-	// answer: parked, waiting for a round, or in one; popsAbandoned those of
-	// them whose claim had taken messages (abandon.go).
+	// answer (parked, waiting for a round, or in one), or that Broker.Pop
+	// stopped waiting for; popsAbandoned those of them whose claim had taken
+	// messages (abandon.go).
 	popsCancelled = metrics.NewCounter(`queengo_pops_cancelled_total`)
 	popsAbandoned = metrics.NewCounter(`queengo_pops_abandoned_total`)
 	// lostLeasesEnded counts the leases of claims whose answer was lost
