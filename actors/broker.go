@@ -247,6 +247,9 @@ func (b *Broker) watchLeases(c clock) {
 	t := time.NewTicker(leaseExpiryEvery)
 	defer t.Stop()
 	// ctx ends at Close: it bounds the attempts to end lost leases.
+	// failing is whether the last attempt failed: a database that does not
+	// answer fails one every tick, and only the first is logged.
+	failing := false
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -276,10 +279,12 @@ func (b *Broker) watchLeases(c clock) {
 			// and Close cancels it. The offers above wait meanwhile, which
 			// matters little: a lost lease comes from a database that
 			// stopped answering.
-			if err := b.endLost(ctx, ids); err != nil {
+			err := b.endLost(ctx, ids)
+			if err != nil && !failing {
 				b.log.Warn("ending the leases of claims whose answer was lost failed; trying again", "leases", len(ids),
 					"error", err)
 			}
+			failing = err != nil
 		}
 	}
 }
