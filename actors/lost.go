@@ -93,13 +93,6 @@ func (l *lostLeases) settled(id uuid.UUID) {
 	delete(l.leases, id)
 }
 
-// len is how many lost leases are kept.
-func (l *lostLeases) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.leases)
-}
-
 // endLost ends the lost leases ids in one statement and forgets the ones
 // that were found, ended now or before; the others are tried again when
 // due. The partitions they free are found by the next claims that search

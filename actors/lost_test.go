@@ -38,7 +38,7 @@ func TestLostLeases_OnlyClaimsThatMayHaveCommitted(t *testing.T) {
 			t.Errorf("%v (autoAck %v): kept %v, want %v", tc.err, tc.autoAck, got, tc.want)
 		}
 	}
-	if n := l.len(); n != 2 {
+	if n := len(l.leases); n != 2 {
 		t.Fatalf("%d leases kept, want 2", n)
 	}
 }
@@ -70,13 +70,13 @@ func TestLostLeases_TriedAtGrowingIntervalsThenForgotten(t *testing.T) {
 			t.Fatalf("tried at %v, want at %v s", tries, want)
 		}
 	}
-	if n := l.len(); n != 0 {
+	if n := len(l.leases); n != 0 {
 		t.Fatalf("%d leases kept after the last try", n)
 	}
 
 	l.claimFailed(w, queengo.ErrTimeout, t0)
 	l.settled(w.leaseID)
-	if ids := l.due(t0.Add(time.Hour)); len(ids) != 0 || l.len() != 0 {
+	if ids := l.due(t0.Add(time.Hour)); len(ids) != 0 || len(l.leases) != 0 {
 		t.Fatalf("a settled lease is still kept: due %v", ids)
 	}
 }
@@ -89,8 +89,8 @@ func TestLostLeases_Bounded(t *testing.T) {
 	for range lostLeasesMax {
 		l.claimFailed(lostPop(false), queengo.ErrTimeout, t0)
 	}
-	if l.claimFailed(lostPop(false), queengo.ErrTimeout, t0) || l.len() != lostLeasesMax {
-		t.Fatalf("kept past the cap: %d", l.len())
+	if l.claimFailed(lostPop(false), queengo.ErrTimeout, t0) || len(l.leases) != lostLeasesMax {
+		t.Fatalf("kept past the cap: %d", len(l.leases))
 	}
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -52,7 +53,7 @@ type claimRound struct {
 	res    []queengo.ClaimResult // one per pop; a claim's own failure is in its Err
 	err    error                 // the whole round failed
 	errs   []error               // per pop, when its partition lookup failed
-	sent   []bool                // per pop: its claim went to the store
+	sent   []int                 // the pops whose claim went to the store
 	parts  map[string]uuid.UUID  // partition ids the round looked up
 	loaded []uuid.UUID           // the scope's queues, when the round loaded them
 	names  []string              // their names, in the same order
@@ -226,12 +227,7 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 		}
 	}
 	r.res = make([]queengo.ClaimResult, len(r.params))
-	r.sent = make([]bool, len(r.params))
-	if r.err == nil {
-		for _, i := range todo {
-			r.sent[i] = true
-		}
-	}
+	r.sent = todo
 	items := joinAcks(r.acks)
 	if len(items) > 0 {
 		handOffItems.Update(float64(len(items)))
@@ -297,7 +293,7 @@ func (r *claimRound) failure(i int) error {
 // Broker to end (lostLeases).
 func (r *claimRound) failedClaim(d *deps, i int, now time.Time) popReply {
 	err := r.failure(i)
-	if r.sent != nil && r.sent[i] {
+	if slices.Contains(r.sent, i) {
 		d.lost.claimFailed(r.ws[i], err, now)
 	}
 	return popReply{err: err}

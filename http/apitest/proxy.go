@@ -103,14 +103,14 @@ func (p *Proxy) FreezeReplies() {
 func (p *Proxy) Thaw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.thawLocked()
+}
+
+func (p *Proxy) thawLocked() {
 	if p.frozen {
 		p.frozen = false
 		close(p.thawed)
 	}
-	p.thawRepliesLocked()
-}
-
-func (p *Proxy) thawRepliesLocked() {
 	if p.replies {
 		p.replies = false
 		close(p.repliesThawed)
@@ -142,11 +142,7 @@ func (p *Proxy) Close() {
 	p.closed = true
 	p.ln.Close()
 	p.closeConnsLocked()
-	if p.frozen {
-		p.frozen = false
-		close(p.thawed)
-	}
-	p.thawRepliesLocked()
+	p.thawLocked()
 }
 
 func (p *Proxy) closeConnsLocked() {
