@@ -61,6 +61,8 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	seal *sealKey // nil: no encryption key
+	// local: the URL's (first) host is a Unix socket or a loopback address.
+	local bool
 }
 
 // Open connects a pool (lazily: no connection is made until one is needed)
@@ -108,7 +110,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// 190 ms on an empty table, seconds under load.
 		pcfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
-	if !strings.Contains(cfg.URL, "sslmode") && isLoopback(pcfg.ConnConfig.Host) {
+	local := isLoopback(pcfg.ConnConfig.Host)
+	if !strings.Contains(cfg.URL, "sslmode") && local {
 		// libpq's default sslmode=prefer would encrypt loopback traffic,
 		// which protects nothing and costs both processes CPU on every
 		// byte (it showed in the push profile). An explicit sslmode wins.
@@ -123,8 +126,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, cfg: cfg, log: log, seal: seal}, nil
+	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, local: local}, nil
 }
+
+// Local reports whether PostgreSQL runs on this machine as far as the URL
+// tells: its host is a Unix socket directory or a loopback address.
+func (s *Store) Local() bool { return s.local }
 
 // cancelGrace is how long a statement whose context ended waits for the
 // server to acknowledge its cancel request before the connection is dropped.

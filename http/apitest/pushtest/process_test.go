@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,6 +142,39 @@ func TestConfig_InvalidValueStopsAtStart(t *testing.T) {
 			}
 			if !strings.Contains(out, tc.name) {
 				t.Fatalf("exit %d, output does not name %s:\n%s", code, tc.name, out)
+			}
+		})
+	}
+}
+
+// docs/operations.md, "A small machine shared with PostgreSQL": a broker
+// whose database is on this 2-CPU machine runs on one Go processor, unless
+// GOMAXPROCS says otherwise (go_gomaxprocs in /metrics/prometheus).
+func TestProcs_OneOnATwoCPUMachineSharedWithPostgreSQL(t *testing.T) {
+	t.Parallel()
+	if runtime.NumCPU() != 2 {
+		t.Skipf("this machine has %d CPUs", runtime.NumCPU())
+	}
+	u, err := url.Parse(apitest.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		t.Skipf("the test database is on %s", u.Hostname())
+	}
+	for _, tc := range []struct {
+		env  string
+		want float64
+	}{
+		{"GOMAXPROCS=", 1},
+		{"GOMAXPROCS=2", 2},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Parallel()
+			s := apitest.Start(t, tc.env)
+			r := s.Get(t, "/metrics/prometheus")
+			if got, ok := apitest.PromValue(r.Body, "go_gomaxprocs", ""); !ok || got != tc.want {
+				t.Fatalf("go_gomaxprocs %v (found: %v), want %v", got, ok, tc.want)
 			}
 		})
 	}
