@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-# Summarizes the runs beside it: msg/s, latency p50/p99, CPU per million.
+# Summarizes the runs beside it, or in the folder given: msg/s, latency
+# p50/p99, CPU per million.
 import glob, json, os, sys
-d = os.path.dirname(os.path.abspath(__file__))
+d = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 for f in sorted(glob.glob(os.path.join(d, '*.json'))):
     r = json.load(open(f))['results'][0]
     res = r.get('resources', {})
