@@ -213,11 +213,16 @@ func (c *Collector) tick(ctx context.Context) {
 	}
 	sampleTicks.Inc()
 	sampleDeleted.AddInt64(res.Deleted)
+	// A tick this process did not lead (another process wrote the queue
+	// rows within MinGap, or this one did: a slow tick makes the ticker's
+	// next fire come early) leaves the state of the last one it led: the
+	// next led tick asks the store whether those rows are still the newest,
+	// and if so the queues created meanwhile get their row of zeros there.
+	// Forgetting it made that tick not continuous, and those queues' first
+	// messages never counted in the rates.
 	if res.Led {
 		sampleQueueRows.Add(written)
 		c.prev, c.ledAt, c.lastWritten = next, at, last
-	} else {
-		c.prev, c.ledAt, c.lastWritten = nil, time.Time{}, time.Time{}
 	}
 	sampleTickTime.UpdateDuration(start)
 }

@@ -138,13 +138,17 @@ func TestPerMinute_RatesOverTheLastMinute(t *testing.T) {
 	}
 }
 
-// collectorStore is a CollectorStore in memory that leads every tick and
-// keeps what it was asked to write.
+// collectorStore is a CollectorStore in memory that leads every tick but
+// those it is told not to and keeps what it was asked to write. A tick is
+// continuous when the collector has rows of its own (no other process
+// writes here).
 type collectorStore struct {
 	mu     sync.Mutex
 	figs   []queengo.QueueFigures
 	writes []queengo.SampleWrite
 	rows   [][]queengo.QueueSample
+	// follow: the next tick is not led (its process row only).
+	follow bool
 }
 
 func (s *collectorStore) AllQueueFigures(context.Context) ([]queengo.QueueFigures, error) {
@@ -157,6 +161,11 @@ func (s *collectorStore) WriteSamples(_ context.Context, w queengo.SampleWrite) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writes = append(s.writes, w)
+	if s.follow {
+		s.follow = false
+		s.rows = append(s.rows, nil)
+		return queengo.SampleResult{}, nil
+	}
 	s.rows = append(s.rows, w.Queues(!w.LastWritten.IsZero()))
 	return queengo.SampleResult{Led: true}, nil
 }
@@ -206,4 +215,29 @@ func TestCollectorTick_WritesAndPublishesRates(t *testing.T) {
 	if s == nil || len(s.Queues) != 1 || s.Queues[0].PushPerMinute != 60 || s.Queues[0].AckPerMinute != 60 {
 		t.Fatalf("snapshot %+v", s)
 	}
+}
+
+// A tick the collector does not lead (a slow tick made the next one come
+// within MinGap of it) keeps the state of the one it led: the next led tick
+// is continuous, and a queue created meanwhile starts from a row of zeros
+// at the last led tick, so its first messages count.
+func TestCollectorTick_ATickNotLedKeepsTheHistoryContinuous(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	st := &collectorStore{}
+	c := NewCollector(CollectorConfig{Interval: 10 * time.Second, Retention: time.Hour, Instance: "h:1"}, st, nil)
+	t1, t2, t3 := tc0, tc0.Add(10*time.Second), tc0.Add(20*time.Second)
+	now := t1
+	c.clock = func() time.Time { return now }
+	st.figs = figs([]uuid.UUID{a}, []int64{1}, []int64{1})
+	c.tick(context.Background())
+	now, st.follow = t2, true
+	st.figs = figs([]uuid.UUID{a, b}, []int64{1, 4}, []int64{1, 4})
+	c.tick(context.Background())
+	now = t3
+	c.tick(context.Background())
+	if len(st.rows) != 3 || st.rows[1] != nil {
+		t.Fatalf("ticks wrote %d sets of rows, the second %v: want three, the second none", len(st.rows), st.rows[1])
+	}
+	wantRows(t, "the led tick after one not led", st.rows[2][:len(st.rows[2])-1],
+		sampleKey{a, t3, 1}, sampleKey{b, t1, 0}, sampleKey{b, t3, 4})
 }
