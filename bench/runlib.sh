@@ -39,6 +39,9 @@ run() { # KIND T NAME args...
   local K=$1 T=$2 N=$3; shift 3; local DB=fin_${T}_$RANDOM
   server $T $DB
   echo "$(date -u +%T) $K $N $T load=$(cut -d' ' -f1 /proc/loadavg)"
-  $B $K --url $URL --label $(label $T) --pg-url $PG/$DB --interval 100s --json $OUT/$K-$N-$T.json "$@" >/dev/null 2>&1
+  # A long --interval keeps progress lines out of the runs, but idle takes
+  # its samples (parked polls, /health, connections) at each progress line.
+  local IV=100s; [ $K = idle ] && IV=1s
+  $B $K --url $URL --label $(label $T) --pg-url $PG/$DB --interval $IV --json $OUT/$K-$N-$T.json "$@" >/dev/null 2>&1
   stop $DB $K-$N-$T
 }

@@ -214,6 +214,18 @@ func appendPopResponse(buf []byte, r *queengo.PopRequest, res *queengo.PopResult
 // that hung up, so a dead client leaves the park within about this long.
 const clientCheckEvery = 500 * time.Millisecond
 
+// The watcher peeks at clientCheckSlice sockets, then pauses for
+// clientCheckPause. A peek is a system call of a few microseconds: without
+// the pauses a scan of 10,000 parked pops kept a broker on one Go processor
+// busy for about 40 ms every clientCheckEvery, and while it runs the
+// runtime looks at the network only every 10 ms, so /health answered in
+// 20 ms at the median. A pause lets the processor idle and find the
+// requests that arrived; the 40 pauses of such a scan add 40 ms to it.
+const (
+	clientCheckSlice = 256
+	clientCheckPause = time.Millisecond
+)
+
 // clientWatch checks the sockets of parked long polls for hang-ups with one
 // goroutine for all of them (a goroutine and a timer per parked pop cost
 // about 10 KB each at 10,000 parked pops). It peeks (MSG_PEEK), so a
@@ -283,6 +295,9 @@ func (cw *clientWatch) loop() {
 		}
 		cw.mu.Unlock()
 		for i, w := range batch {
+			if i%clientCheckSlice == clientCheckSlice-1 {
+				time.Sleep(clientCheckPause)
+			}
 			if hungUp(w.raw) {
 				w.hungUp()
 				cw.mu.Lock()
