@@ -82,17 +82,17 @@ func gcDefaults(getenv func(string) string) {
 }
 
 // procsFor returns how many Go processors the broker runs on, where the
-// runtime chose n: one when it shares a 2-CPU machine with its PostgreSQL server (local: the
-// database URL names a Unix socket or a loopback address) and the operator
-// did not set GOMAXPROCS, else n. With two, on such a machine, the
-// scheduler's idle processor spun and woke on the broker's hand-offs between
-// goroutines (a request, its actor, its claim round, and back) and took CPU
-// that the database's backends, which the broker waits for, were short of:
-// one processor consumed and pushed 10-53% more messages a second at batch 1
-// to 100 and cut the broker's CPU per message by a fifth to a half
-// (docs/benchmarks.md, "2026-12-07, early"). Nothing is known of
-// larger machines, or of a database elsewhere, so they keep the runtime's
-// choice.
+// runtime chose n: one when it shares a 2-CPU machine with its PostgreSQL
+// server (local: the database URL names a Unix socket or a loopback
+// address) and the operator did not set GOMAXPROCS, else n. With two, on
+// such a machine, the scheduler's idle processor spun and woke on the
+// broker's hand-offs between goroutines (a request, its actor, its claim
+// round, and back) and took CPU that the database's backends, which the
+// broker waits for, were short of: one processor consumed and pushed 10-53%
+// more messages a second at batch 1 to 100 and cut the broker's CPU per
+// message by a fifth to a half (docs/benchmarks.md, "2026-12-07, early").
+// Nothing is known of larger machines, or of a database elsewhere, so they
+// keep the runtime's choice.
 func procsFor(getenv func(string) string, local bool, n int) int {
 	if getenv("GOMAXPROCS") == "" && local && n == 2 {
 		return 1
@@ -109,7 +109,8 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		return err
 	}
 	defer store.Close()
-	if n := procsFor(os.Getenv, store.Local(), runtime.GOMAXPROCS(0)); n != runtime.GOMAXPROCS(0) {
+	chosen := runtime.GOMAXPROCS(0)
+	if n := procsFor(os.Getenv, store.Local(), chosen); n != chosen {
 		runtime.GOMAXPROCS(n)
 		log.Info("running on one Go processor: PostgreSQL shares this 2-CPU machine (GOMAXPROCS overrides)")
 	}
