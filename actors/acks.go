@@ -49,6 +49,7 @@ var ackCommitItems = metrics.NewHistogram(`queengo_ack_commit_items`)
 type ackCoalescer struct {
 	store   acker
 	timeout time.Duration // bounds each commit
+	warm    *warmPool     // runs the commits; set by NewBroker, nil in unit tests
 
 	mu       sync.Mutex // a leaf: only queues requests and takes batches
 	waiting  []*ackRequest
@@ -116,7 +117,7 @@ func (c *ackCoalescer) submit(ctx context.Context, r *ackRequest) (ackOutcome, e
 	batch := c.take()
 	c.mu.Unlock()
 	if batch != nil {
-		go c.commit(batch)
+		c.warm.Go(func() { c.commit(batch) })
 	}
 	return r.wait(ctx)
 }

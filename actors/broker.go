@@ -112,6 +112,7 @@ type Broker struct {
 	system   *actor.ActorSystem
 	registry *actor.PID
 	dir      directory // the live queue and scope actors
+	warm     *warmPool // the actors' kept goroutines (deps.warm)
 
 	popMaintenance atomic.Bool
 	popSwitch      sync.Mutex // orders a switch with the refresh's store
@@ -162,7 +163,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}))
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
-		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks, lost: b.lost}
+		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks, lost: b.lost, warm: newWarmPool()}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
 			offer:  b.offer,
@@ -173,6 +174,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if tune != nil {
 		tune(d)
 	}
+	b.warm, b.acks.warm = d.warm, d.warm
 	b.stats = newBrokerStats(cfg.Store, d.clock, cfg.RequestTimeout)
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
 	b.buf = newPushBuffer(b, cfg.Buffer)
@@ -205,8 +207,12 @@ func (b *Broker) Close() {
 	<-done
 }
 
-// Shutdown stops the actor system; call it after the HTTP server drained.
-func (b *Broker) Shutdown() { b.system.Shutdown() }
+// Shutdown stops the actor system and lets its kept goroutines go; call it
+// after the HTTP server drained.
+func (b *Broker) Shutdown() {
+	b.system.Shutdown()
+	b.warm.close()
+}
 
 func (b *Broker) refreshMaintenance() {
 	defer close(b.refreshDone)

@@ -49,6 +49,10 @@ type deps struct {
 	// props are added to the props of every queue and scope actor; tests
 	// use them to inject receiver middleware.
 	props []actor.PropsOption
+	// warm runs the queue and scope actors' mailboxes, claim rounds and
+	// segment commits on kept goroutines (warmPool), as the ack coalescer
+	// runs its commits; nil in unit tests that build deps by hand.
+	warm *warmPool
 	// leases remembers the cursors of the leases the actors' pops took, for
 	// extending them (Broker.ExtendLease).
 	leases *leaseBook
@@ -60,6 +64,15 @@ type deps struct {
 	lost *lostLeases
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
+}
+
+// actorProps are the props of a queue or scope actor made by producer.
+func (d *deps) actorProps(producer actor.Producer) *actor.Props {
+	opts := d.props
+	if d.warm != nil {
+		opts = append([]actor.PropsOption{actor.WithDispatcher(d.warm)}, d.props...)
+	}
+	return actor.PropsFromProducer(producer, opts...)
 }
 
 // clock is the time the actors see: the real one, or a fake in tests.

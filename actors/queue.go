@@ -222,7 +222,7 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 		return
 	}
 	self, root, d := ctx.Self(), ctx.ActorSystem().Root, a.d
-	go func() {
+	d.warm.Go(func() {
 		// The commit is shared by every pusher whose items ride in it; each
 		// of them stops waiting at its own deadline (Broker.Push).
 		c, cancel := context.WithTimeout(context.Background(), d.timeout)
@@ -230,7 +230,7 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 		defer commitDuration.UpdateDuration(time.Now())
 		dups, err := d.store.Append(c, segs)
 		root.Send(self, &commitDone{by: a, writers: batch, dups: dups, err: err})
-	}()
+	})
 }
 
 // commitRound returns the claim round that carries the commit of batch, or

@@ -101,7 +101,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 		h := newHandle()
 		name := m.name
-		h.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newQueueActor(r.d, h, name) }, r.d.props...))
+		h.pid = ctx.Spawn(r.d.actorProps(func() actor.Actor { return newQueueActor(r.d, h, name) }))
 		r.dir.queues.Store(name, h)
 		m.reply <- h
 	case *getScope:
@@ -111,7 +111,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		}
 		h := newHandle()
 		key := m.key
-		h.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newScopeActor(r.d, h, key) }, r.d.props...))
+		h.pid = ctx.Spawn(r.d.actorProps(func() actor.Actor { return newScopeActor(r.d, h, key) }))
 		r.dir.scopes.Store(key, h)
 		m.reply <- h
 	case *queuePushed:

@@ -95,7 +95,7 @@ func claimOf(w *waiter) queengo.ClaimParams {
 	return p
 }
 
-// start runs the round on a goroutine of its own, bounded by the request
+// start runs the round on a goroutine of its own (a kept one: warmPool), bounded by the request
 // timeout (not a long poll's wait, which is parked in the actor between
 // rounds), answers the acks it carried, and sends it back to the actor when
 // it is done, or answers its pops itself when the actor failed meanwhile
@@ -103,7 +103,7 @@ func claimOf(w *waiter) queengo.ClaimParams {
 func (r *claimRound) start(ctx actor.Context, d *deps) {
 	claimRoundPops.Update(float64(len(r.ws)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	d.warm.Go(func() {
 		c, cancel := context.WithTimeout(context.Background(), d.timeout)
 		defer cancel()
 		res, err := r.run(c, d.store)
@@ -115,7 +115,7 @@ func (r *claimRound) start(ctx actor.Context, d *deps) {
 			return
 		}
 		r.answerOrphaned(d)
-	}()
+	})
 }
 
 // orphan is called by an actor that fails with err while the round is in
