@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
@@ -31,12 +32,16 @@ func (s *endStore) AckExtend(ctx context.Context, items []queengo.AckItem, exten
 
 // abandonSetup is a broker on an endStore whose claims serve each pop one
 // message under its lease, on a span of partition part, once the test
-// closes release; entered gets each claimed lease as its claim starts.
+// closes release; entered gets each claimed lease as its claim starts,
+// back a signal when the queue actor has handled a claim round that came
+// back, and freed each partition offered to the queue actor.
 type abandonSetup struct {
 	b        *Broker
 	s        *endStore
 	part     uuid.UUID
 	entered  chan uuid.UUID
+	back     chan struct{}
+	freed    chan uuid.UUID
 	release  chan struct{}
 	released bool
 }
@@ -44,7 +49,8 @@ type abandonSetup struct {
 func setupAbandon(t *testing.T) *abandonSetup {
 	t.Helper()
 	a := &abandonSetup{s: &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}, part: uuid.New(),
-		entered: make(chan uuid.UUID, 4), release: make(chan struct{})}
+		entered: make(chan uuid.UUID, 4), back: make(chan struct{}, 16), freed: make(chan uuid.UUID, 16),
+		release: make(chan struct{})}
 	a.s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 		for _, c := range claims {
 			a.entered <- c.LeaseID
@@ -56,7 +62,27 @@ func setupAbandon(t *testing.T) *abandonSetup {
 		}
 		return out, nil
 	}
-	a.b = newTestBroker(t, Config{Store: a.s})
+	signal := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			next(c, env)
+			// Never blocking the actor: a test reads only what it waits for.
+			switch m := env.Message.(type) {
+			case *claimRound:
+				select {
+				case a.back <- struct{}{}:
+				default:
+				}
+			case *partitionFreed:
+				select {
+				case a.freed <- m.partition:
+				default:
+				}
+			}
+		}
+	}
+	a.b = newTestBrokerWith(t, Config{Store: a.s}, func(d *deps) {
+		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(signal)}
+	})
 	t.Cleanup(a.open)
 	return a
 }
@@ -69,35 +95,23 @@ func (a *abandonSetup) open() {
 }
 
 // wantEnded waits for the store to end lease, then for the lease book to
-// offer its partition (it forgets the lease when it does).
+// offer its partition to the queue actor.
 func (a *abandonSetup) wantEnded(t *testing.T, lease uuid.UUID) {
 	t.Helper()
-	select {
-	case got := <-a.s.ends:
-		if got != lease {
-			t.Fatalf("ended lease %s, want the abandoned pop's %s", got, lease)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the abandoned pop's lease was not ended")
+	if got := waitChan(t, a.s.ends, "the end of the abandoned pop's lease"); got != lease {
+		t.Fatalf("ended lease %s, want the abandoned pop's %s", got, lease)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for a.b.leases.cursors(lease) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the ended lease's partition was not offered")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if got := waitChan(t, a.freed, "the offer of the ended lease's partition"); got != a.part {
+		t.Fatalf("offered partition %s, want the ended lease's %s", got, a.part)
+	}
+	if a.b.leases.cursors(lease) != nil {
+		t.Fatal("the lease book still holds the ended lease")
 	}
 }
 
 func (a *abandonSetup) claimed(t *testing.T) uuid.UUID {
 	t.Helper()
-	select {
-	case l := <-a.entered:
-		return l
-	case <-time.After(5 * time.Second):
-		t.Fatal("no claim started")
-	}
-	return uuid.Nil
+	return waitChan(t, a.entered, "a claim's start")
 }
 
 // TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded (D12): a pop
@@ -131,12 +145,9 @@ func TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded(t *testing.T) {
 	a.open()
 	w := sendPop(a.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
 	lease := a.claimed(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(w.reply) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the pop was not answered")
-		}
-		time.Sleep(time.Millisecond)
+	waitChan(t, a.back, "the claim round's return")
+	if len(w.reply) == 0 {
+		t.Fatal("the pop was not answered")
 	}
 	a.b.system.Root.Send(a.b.queueHandle("q").pid, &cancelPop{w: w})
 	a.wantEnded(t, lease)
