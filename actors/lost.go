@@ -41,10 +41,14 @@ type lostLeases struct {
 }
 
 // lostLease is when a lost lease is tried next and how long the try after
-// that waits.
+// that waits, and where its pop came from: its queue (the queue routes) or
+// its scope (the discovery route), and its group.
 type lostLease struct {
-	next time.Time
-	wait time.Duration
+	next  time.Time
+	wait  time.Duration
+	queue string
+	scope scopeKey
+	group string
 }
 
 func newLostLeases() *lostLeases { return &lostLeases{leases: map[uuid.UUID]*lostLease{}} }
@@ -62,7 +66,13 @@ func (l *lostLeases) claimFailed(w *waiter, err error, now time.Time) bool {
 	if len(l.leases) >= lostLeasesMax {
 		return false
 	}
-	l.leases[w.leaseID] = &lostLease{next: now.Add(lostFirstTry), wait: lostFirstTry}
+	e := &lostLease{next: now.Add(lostFirstTry), wait: lostFirstTry, group: w.req.Group}
+	if w.req.Discovery() {
+		e.scope = scopeKey{namespace: w.req.Namespace, task: w.req.Task}
+	} else {
+		e.queue = w.req.Queue
+	}
+	l.leases[w.leaseID] = e
 	return true
 }
 
@@ -86,17 +96,22 @@ func (l *lostLeases) due(now time.Time) []uuid.UUID {
 	return out
 }
 
-// settled forgets a lease: it was ended, or it had ended already.
-func (l *lostLeases) settled(id uuid.UUID) {
+// settled forgets a lease, which was ended or had ended already, and
+// returns it; ok is false when it was not kept (forgotten meanwhile).
+func (l *lostLeases) settled(id uuid.UUID) (e lostLease, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if p := l.leases[id]; p != nil {
+		e, ok = *p, true
+	}
 	delete(l.leases, id)
+	return e, ok
 }
 
 // endLost ends the lost leases ids in one statement and forgets the ones
-// that were found, ended now or before; the others are tried again when
-// due. The partitions they free are found by the next claims that search
-// them (every partition is searched at least once a second).
+// that were found, ended now or before, telling the actors whose pops of
+// their group may claim what they held (lostEnded); the others are tried
+// again when due.
 func (b *Broker) endLost(ctx context.Context, ids []uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
 	defer cancel()
@@ -116,10 +131,29 @@ func (b *Broker) endLost(ctx context.Context, ids []uuid.UUID) error {
 		case "":
 			lostLeasesEnded.Inc()
 			b.log.Info("ended the lease of a claim whose answer was lost", "lease", ids[i])
-			b.lost.settled(ids[i])
+			b.lostEnded(ids[i])
 		case queengo.LeaseExpired:
-			b.lost.settled(ids[i])
+			b.lostEnded(ids[i])
 		}
 	}
 	return nil
+}
+
+// lostEnded forgets the ended lost lease id and tells whoever parks pops of
+// its group that a partition may be claimable again. Which partitions the
+// claim took is not known here (its answer was lost), so the queue's actor
+// has the group's next claim search every partition, and a discovery
+// scope's parked pops look again; other processes find the partitions at
+// their next full search (at least once a second).
+func (b *Broker) lostEnded(id uuid.UUID) {
+	e, ok := b.lost.settled(id)
+	switch {
+	case !ok:
+	case e.queue != "":
+		b.offer(e.queue, uuid.Nil, e.group)
+	default:
+		if v, ok := b.dir.scopes.Load(e.scope); ok {
+			b.system.Root.Send(v.(*handle).pid, &scopeHint{group: e.group})
+		}
+	}
 }

@@ -126,3 +126,49 @@ func TestPop_AClaimThatTimedOutHasItsLeaseEnded(t *testing.T) {
 		t.Fatal("the lease of the timed-out claim was not ended")
 	}
 }
+
+// TestPop_ALostClaimsEndedLeaseWakesAParkedPopOfItsGroup: once the lease
+// of a claim whose answer was lost is ended, a pop of its group parked
+// meanwhile looks again at once, searching every partition (which ones the
+// lost claim took is not known), instead of waiting for its backoff; even
+// though its group's last full search is recent enough for its ready set to
+// be used otherwise.
+func TestPop_ALostClaimsEndedLeaseWakesAParkedPopOfItsGroup(t *testing.T) {
+	t.Parallel()
+	s := &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}
+	claims := make(chan queengo.ClaimParams, 16)
+	first := true
+	s.claim = func(_ context.Context, cs []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		for _, c := range cs {
+			claims <- c
+		}
+		if first {
+			first = false
+			return nil, fmt.Errorf("error claiming: %w: request deadline passed", queengo.ErrTimeout)
+		}
+		return make([]queengo.ClaimResult, len(cs)), nil
+	}
+	// A parked pop re-checks only when woken.
+	cfg := Config{Store: s, Backoff: Backoff{Initial: time.Hour, Threshold: 100, Multiplier: 1, Max: time.Hour}}
+	clock := newTestClock()
+	b := newTestBrokerWith(t, cfg, func(d *deps) { d.clock = clock })
+	if _, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1}); !errors.Is(err, queengo.ErrTimeout) {
+		t.Fatalf("the lost pop returned %v, want ErrTimeout", err)
+	}
+	lost := waitChan(t, claims, "the lost claim").LeaseID
+	parked := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+	if c := waitChan(t, claims, "the parked pop's first claim"); c.LeaseID != parked.leaseID {
+		t.Fatalf("claim of lease %s, want the parked pop's %s", c.LeaseID, parked.leaseID)
+	}
+	// The lost lease is due; the parked pop's full search is not older than
+	// fullScanEvery.
+	clock.Advance(lostFirstTry)
+	if got := waitChan(t, s.ends, "the end of the lost lease"); got != lost {
+		t.Fatalf("ended lease %s, want the lost claim's %s", got, lost)
+	}
+	c := waitChan(t, claims, "the parked pop's claim after the lost lease ended")
+	if c.LeaseID != parked.leaseID || c.Candidates != nil {
+		t.Fatalf("claim of lease %s with candidates %v, want the parked pop's %s searching every partition",
+			c.LeaseID, c.Candidates, parked.leaseID)
+	}
+}

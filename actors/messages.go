@@ -61,6 +61,8 @@ type cancelPop struct{ w *waiter }
 
 // partitionFreed: a partition may be claimable again for group (every group
 // when empty): a lease ended, or something was written outside the writers.
+// uuid.Nil is a partition of the queue not known here (a lost claim's lease
+// ended, lostLeases): the group's next claim searches every partition.
 type partitionFreed struct {
 	partition uuid.UUID
 	group     string
@@ -96,7 +98,8 @@ type wake struct{ queue uuid.UUID }
 // claimable: for one group (a lease ended) or, with group empty, for all (a
 // commit). The broker sends it where the queue's own actor cannot pass the
 // news on: a lease that ended, a commit heard from another process with no
-// actor of the queue here.
+// actor of the queue here. queue empty: a queue of the scope not known here
+// (a lost claim's lease ended, lostLeases), sent to that scope's actor only.
 type scopeHint struct{ queue, group string }
 
 // checkIdle asks an actor whether it may be passivated (registry.go).

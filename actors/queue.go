@@ -98,7 +98,11 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.h.received++
 		a.handedOff(m)
 	case *partitionFreed:
-		a.ready.offer(m.partition, m.group)
+		if m.partition == uuid.Nil {
+			a.ready.unknown(m.group)
+		} else {
+			a.ready.offer(m.partition, m.group)
+		}
 		// One pop of the group, or of every group for a write.
 		n := 1
 		if m.group == "" {

@@ -174,6 +174,14 @@ func (r *readySets) offer(pid uuid.UUID, group string) {
 	}
 }
 
+// unknown tells group's set that a partition it cannot name may be ready:
+// the group's next claim searches every partition.
+func (r *readySets) unknown(group string) {
+	if rs := r.groups[group]; rs != nil {
+		rs.known = false
+	}
+}
+
 // roundStarts tells the sets that the actor builds a new round: the
 // candidates of its claims start again from the longest ready partitions.
 func (r *readySets) roundStarts() {

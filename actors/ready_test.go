@@ -70,6 +70,29 @@ func TestReadySets_CandidatesSampleTheSet(t *testing.T) {
 	}
 }
 
+// TestReadySets_AnUnknownPartitionMakesTheNextClaimSearchEverything: after
+// unknown (a lost claim's lease ended on partitions nobody here can name) a
+// group's claim searches every partition, whatever its set holds or however
+// recent its last full scan; other groups keep their sets.
+func TestReadySets_AnUnknownPartitionMakesTheNextClaimSearchEverything(t *testing.T) {
+	t.Parallel()
+	r := newReadySets()
+	fullScan(&r, "g", []uuid.UUID{uuid.New()}, t0)
+	fullScan(&r, "empty", nil, t0)
+	fullScan(&r, "other", []uuid.UUID{uuid.New()}, t0)
+	r.unknown("g")
+	r.unknown("empty")
+	r.unknown("never seen")
+	for _, g := range []string{"g", "empty"} {
+		if c, skip := r.candidates(g, 1, t0); c != nil || skip {
+			t.Fatalf("%s: candidates %v skip %v, want a full scan", g, c, skip)
+		}
+	}
+	if c, _ := r.candidates("other", 1, t0); len(c) != 1 {
+		t.Fatalf("another group's candidates %v, want its set", c)
+	}
+}
+
 // TestReadySets_CandidatesLongestReadyFirst: claims search the partitions
 // that have been ready longest first; an offer to a partition already ready
 // keeps its place, one that left the set and comes back goes last; the

@@ -71,7 +71,7 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		// does not count: every pop of a round in flight looks again.
 		a.pops.wake(a.d.clock.Now(), roundMax)
 	case *scopeHint:
-		if !a.names[m.queue] {
+		if m.queue != "" && !a.names[m.queue] {
 			return // not in the scope, or new to it: the next load finds it
 		}
 		// A commit wakes like one of this process's (wake); a lease that
