@@ -127,7 +127,7 @@ func TestPop_AClaimThatTimedOutHasItsLeaseEnded(t *testing.T) {
 	}
 }
 
-// TestPop_ALostClaimsEndedLeaseWakesAParkedPopOfItsGroup: once the lease
+// TestPop_ALostClaimsEndedLeaseWakesAParkedPopOfItsGroup (D12): once the lease
 // of a claim whose answer was lost is ended, a pop of its group parked
 // meanwhile looks again at once, searching every partition (which ones the
 // lost claim took is not known), instead of waiting for its backoff; even
