@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # Prints the figures of docs/benchmarks.md "2026-12-07, morning" from the
-# JSON beside it: per run msg/s, PostgreSQL and broker CPU per million, the
-# share of the two cores the three processes kept busy, and the e2e latencies.
-import glob, json, os
-d = os.path.dirname(os.path.abspath(__file__))
+# JSON beside it, or of "morning, final" from the folder given
+# (2026-12-07-warm-aims): per run msg/s, PostgreSQL and broker CPU per
+# million, the share of the two cores the three processes kept busy, and the
+# e2e latencies.
+import glob, json, os, sys
+d = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 for f in sorted(glob.glob(os.path.join(d, '*.json'))):
     r = json.load(open(f))['results'][0]
     res, lat, m = r.get('resources', {}), r.get('latencies', {}), r.get('metrics', {})
