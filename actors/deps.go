@@ -66,13 +66,10 @@ type deps struct {
 	signals *testSignals
 }
 
-// actorProps are the props of a queue or scope actor made by producer.
+// actorProps are the props of a queue or scope actor made by producer: its
+// mailbox runs on d.warm (a nil pool starts a goroutine per run).
 func (d *deps) actorProps(producer actor.Producer) *actor.Props {
-	opts := d.props
-	if d.warm != nil {
-		opts = append([]actor.PropsOption{actor.WithDispatcher(d.warm)}, d.props...)
-	}
-	return actor.PropsFromProducer(producer, opts...)
+	return actor.PropsFromProducer(producer, append([]actor.PropsOption{actor.WithDispatcher(d.warm)}, d.props...)...)
 }
 
 // clock is the time the actors see: the real one, or a fake in tests.

@@ -95,11 +95,11 @@ func claimOf(w *waiter) queengo.ClaimParams {
 	return p
 }
 
-// start runs the round on a goroutine of its own (a kept one: warmPool), bounded by the request
-// timeout (not a long poll's wait, which is parked in the actor between
-// rounds), answers the acks it carried, and sends it back to the actor when
-// it is done, or answers its pops itself when the actor failed meanwhile
-// (orphan).
+// start runs the round on a goroutine of its own (a kept one: warmPool),
+// bounded by the request timeout (not a long poll's wait, which is parked in
+// the actor between rounds), answers the acks it carried, and sends it back
+// to the actor when it is done, or answers its pops itself when the actor
+// failed meanwhile (orphan).
 func (r *claimRound) start(ctx actor.Context, d *deps) {
 	claimRoundPops.Update(float64(len(r.ws)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
