@@ -60,3 +60,45 @@ func BenchmarkPop(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkParkingLot_StaggeredDeadlines measures one long poll's expiry
+// and re-park in a lot holding 10,000 parked pops of one key whose deadlines
+// are a millisecond apart (clients that connected over ten seconds).
+func BenchmarkParkingLot_StaggeredDeadlines(b *testing.B) {
+	const n = 10_000
+	l := newParkingLot(Backoff{Initial: time.Hour, Threshold: 3, Multiplier: 2, Max: time.Hour}, n)
+	for i := range n {
+		l.park(longPoll("g", "", time.Duration(i+1)*time.Millisecond), t0)
+	}
+	now := t0
+	var exp []*waiter
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(time.Millisecond)
+		_, exp = l.due(now, nil, exp[:0])
+		for _, w := range exp {
+			w.deadline = now.Add(n * time.Millisecond)
+			l.park(w, now)
+		}
+	}
+}
+
+// BenchmarkParkingLot_CancelAll measures taking 10,000 parked pops of one
+// key out of the lot as their clients go away, newest first.
+func BenchmarkParkingLot_CancelAll(b *testing.B) {
+	const n = 10_000
+	ws := make([]*waiter, n)
+	for i := range ws {
+		ws[i] = longPoll("g", "", time.Minute)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := newParkingLot(testBackoff, n)
+		for _, w := range ws {
+			l.park(w, t0)
+		}
+		for j := n - 1; j >= 0; j-- {
+			l.remove(ws[j])
+		}
+	}
+}

@@ -49,6 +49,7 @@ type waiter struct {
 	answered  bool
 	holdUntil time.Time // minPopWaitTime: deliver what there is at this time
 	noHold    bool      // the queue was empty at the first look: never hold
+	parked    parkedAt  // where it is in the parking lot while parked
 }
 
 type popReply struct {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"container/heap"
 	"sync/atomic"
 	"time"
 )
@@ -14,13 +15,16 @@ import (
 // Parked pops with the same (group, partition) key would all see the same
 // thing, so one of them re-checks on the key's backoff schedule for the
 // whole key: 10,000 idle long polls on one queue cost one claim per
-// Backoff.Max.
+// Backoff.Max. A parked pop is in its key's list, oldest first, and in the
+// lot's deadline heap, so that parking one, expiring one and taking one out
+// cost O(log n) whatever the number parked.
 type parkingLot struct {
-	backoff Backoff
-	max     int // parked pops at most; park refuses past it
-	keys    map[string]*parkedKey
-	held    []*waiter
-	n       int // parked pops (held ones not included)
+	backoff   Backoff
+	max       int // parked pops at most; park refuses past it
+	keys      map[string]*parkedKey
+	deadlines deadlineHeap // every parked pop, the earliest deadline first
+	held      []*waiter
+	n         int // parked pops (held ones not included)
 	// queue counts the lot's parked pops for its queue (its handle's
 	// parked); nil for a discovery scope's lot.
 	queue *atomic.Int64
@@ -28,13 +32,19 @@ type parkingLot struct {
 
 // parkedKey is the long-poll state of the parked pops of one key.
 type parkedKey struct {
-	waiters  []*waiter
-	empties  int // consecutive empty re-checks
-	interval time.Duration
-	next     time.Time // the key's next re-check
-	// minDeadline is at or before the earliest deadline of the waiters, so
-	// the waiters are scanned only when one may have expired.
-	minDeadline time.Time
+	first, last *waiter // its parked pops, oldest first (waiter.parkedNext)
+	n           int
+	empties     int // consecutive empty re-checks
+	interval    time.Duration
+	next        time.Time // the key's next re-check
+}
+
+// parkedAt is where a waiter is while it is parked: its key, its neighbours
+// in the key's list and its index in the lot's deadline heap.
+type parkedAt struct {
+	key                    *parkedKey // nil when not parked
+	parkedPrev, parkedNext *waiter
+	heapIndex              int
 }
 
 func newParkingLot(bo Backoff, max int) parkingLot {
@@ -58,12 +68,36 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 	if k.next.Before(now) {
 		l.backoff.after(k, now)
 	}
-	k.waiters = append(k.waiters, w)
-	if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
-		k.minDeadline = w.deadline
+	w.parked = parkedAt{key: k, parkedPrev: k.last}
+	if k.last != nil {
+		k.last.parked.parkedNext = w
+	} else {
+		k.first = w
 	}
+	k.last = w
+	k.n++
+	heap.Push(&l.deadlines, w)
 	l.count(1)
 	return true
+}
+
+// unpark takes the parked pop w out of its key and the deadline heap.
+func (l *parkingLot) unpark(w *waiter) {
+	k, at := w.parked.key, &w.parked
+	if at.parkedPrev != nil {
+		at.parkedPrev.parked.parkedNext = at.parkedNext
+	} else {
+		k.first = at.parkedNext
+	}
+	if at.parkedNext != nil {
+		at.parkedNext.parked.parkedPrev = at.parkedPrev
+	} else {
+		k.last = at.parkedPrev
+	}
+	k.n--
+	heap.Remove(&l.deadlines, at.heapIndex)
+	w.parked = parkedAt{}
+	l.count(-1)
 }
 
 // after schedules the key's next re-check after an empty one: every Initial
@@ -85,34 +119,20 @@ func (bo Backoff) after(k *parkedKey, now time.Time) {
 // re-check is due (appended to recheck: it claims for the whole key, whose
 // backoff moves on). Keys left without pops are forgotten.
 func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, []*waiter) {
+	for len(l.deadlines) > 0 && !now.Before(l.deadlines[0].deadline) {
+		w := l.deadlines[0]
+		l.unpark(w)
+		expired = append(expired, w)
+	}
 	for key, k := range l.keys {
-		if !now.Before(k.minDeadline) {
-			live := k.waiters[:0]
-			k.minDeadline = time.Time{}
-			for _, w := range k.waiters {
-				switch {
-				case w.cancelled:
-				case !now.Before(w.deadline):
-					expired = append(expired, w)
-				default:
-					live = append(live, w)
-					if k.minDeadline.IsZero() || w.deadline.Before(k.minDeadline) {
-						k.minDeadline = w.deadline
-					}
-				}
-			}
-			l.count(len(live) - len(k.waiters))
-			clear(k.waiters[len(live):])
-			k.waiters = live
-		}
-		if len(k.waiters) == 0 {
+		if k.n == 0 {
 			delete(l.keys, key)
 			continue
 		}
 		if !now.Before(k.next) {
-			recheck = append(recheck, k.waiters[0])
-			k.waiters = k.waiters[1:]
-			l.count(-1)
+			w := k.first
+			l.unpark(w)
+			recheck = append(recheck, w)
 			l.backoff.after(k, now)
 		}
 	}
@@ -139,10 +159,11 @@ func (l *parkingLot) releaseN(key string, n int, out []*waiter) []*waiter {
 	if k == nil {
 		return out
 	}
-	n = min(n, len(k.waiters))
-	out = append(out, k.waiters[:n]...)
-	k.waiters = append(k.waiters[:0], k.waiters[n:]...)
-	l.count(-n)
+	for ; n > 0 && k.first != nil; n-- {
+		w := k.first
+		l.unpark(w)
+		out = append(out, w)
+	}
 	return out
 }
 
@@ -167,28 +188,24 @@ func (l *parkingLot) holdsDue(now time.Time, out []*waiter) []*waiter {
 	return out
 }
 
-// remove takes a cancelled pop out of its key.
+// remove takes a cancelled pop out of the lot, if it is parked there.
 func (l *parkingLot) remove(w *waiter) {
-	k := l.keys[w.key]
-	if k == nil {
-		return
-	}
-	for i, x := range k.waiters {
-		if x == w {
-			k.waiters = append(k.waiters[:i], k.waiters[i+1:]...)
-			l.count(-1)
-			return
-		}
+	if w.parked.key != nil {
+		l.unpark(w)
 	}
 }
 
-// next is the lot's earliest event: a key's re-check or a deadline that may
-// have passed, a hold's end; zero when the lot is empty.
+// next is the lot's earliest event: a key's re-check or a parked pop's
+// deadline, a hold's end; zero when the lot is empty.
 func (l *parkingLot) next() time.Time {
 	var at time.Time
+	if len(l.deadlines) > 0 {
+		at = l.deadlines[0].deadline
+	}
 	for _, k := range l.keys {
-		at = earliest(at, k.next)
-		at = earliest(at, k.minDeadline)
+		if k.n > 0 {
+			at = earliest(at, k.next)
+		}
 	}
 	for _, w := range l.held {
 		at = earliest(at, w.holdUntil)
@@ -198,12 +215,14 @@ func (l *parkingLot) next() time.Time {
 
 // drain takes every parked and held pop out of the lot into out.
 func (l *parkingLot) drain(out []*waiter) []*waiter {
-	for _, k := range l.keys {
-		out = append(out, k.waiters...)
+	for _, w := range l.deadlines {
+		w.parked = parkedAt{}
+		out = append(out, w)
 	}
 	out = append(out, l.held...)
 	l.count(-l.n)
 	l.keys = map[string]*parkedKey{}
+	l.deadlines = nil
 	l.held = nil
 	return out
 }
@@ -225,4 +244,29 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// deadlineHeap orders parked pops by deadline (container/heap); each knows
+// its index, so a pop that leaves before its deadline is removed at once.
+type deadlineHeap []*waiter
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
+func (h deadlineHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].parked.heapIndex, h[j].parked.heapIndex = i, j
+}
+
+func (h *deadlineHeap) Push(x any) {
+	w := x.(*waiter)
+	w.parked.heapIndex = len(*h)
+	*h = append(*h, w)
+}
+
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return w
 }

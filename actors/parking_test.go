@@ -171,6 +171,49 @@ func TestParkingLot_ReleaseNTakesTheOldest(t *testing.T) {
 	}
 }
 
+// TestParkingLot_ExpiresInDeadlineOrder: the pops whose deadline passed
+// leave the lot earliest first, whatever their key and the order they
+// parked in; the next event is then the earliest deadline left.
+func TestParkingLot_ExpiresInDeadlineOrder(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(Backoff{Initial: time.Hour, Threshold: 3, Multiplier: 2, Max: time.Hour}, 100)
+	s3, s1, s2, s4 := longPoll("g", "p", 3*time.Second), longPoll("h", "", time.Second),
+		longPoll("g", "p", 2*time.Second), longPoll("h", "", 4*time.Second)
+	for _, w := range []*waiter{s3, s1, s2, s4} {
+		l.park(w, t0)
+	}
+	_, exp := l.due(t0.Add(3*time.Second), nil, nil)
+	if len(exp) != 3 || exp[0] != s1 || exp[1] != s2 || exp[2] != s3 {
+		t.Fatalf("expired %v, want the 1 s, 2 s and 3 s pops in that order", exp)
+	}
+	if l.n != 1 || len(l.keys) != 1 || !l.next().Equal(s4.deadline) {
+		t.Fatalf("%d parked under %d keys, next event %v; want the 4 s pop alone", l.n, len(l.keys), l.next())
+	}
+}
+
+// TestParkingLot_ACancelledPopLeavesAtOnce: a pop whose client went away
+// leaves its key at once: its key-mates keep their order, and neither its
+// deadline nor a re-check brings it back.
+func TestParkingLot_ACancelledPopLeavesAtOnce(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	a, b, c := longPoll("g", "", 3*time.Second), longPoll("g", "", time.Second), longPoll("g", "", 2*time.Second)
+	for _, w := range []*waiter{a, b, c} {
+		l.park(w, t0)
+	}
+	l.remove(b)
+	l.remove(b) // a second cancel of the same pop changes nothing
+	if l.n != 2 || !l.next().Equal(t0.Add(testBackoff.Initial)) {
+		t.Fatalf("%d parked, next event %v after the cancel; want 2 and the key's re-check", l.n, l.next())
+	}
+	if re, exp := l.due(t0.Add(time.Second), nil, nil); len(exp) != 0 || len(re) != 1 || re[0] != a {
+		t.Fatalf("at the cancelled pop's deadline: re-checks %v, expired %v; want a re-check of the oldest", re, exp)
+	}
+	if out := l.releaseN("g\x00", 5, nil); len(out) != 1 || out[0] != c || !l.empty() {
+		t.Fatalf("releaseN took %v, want the last pop left", out)
+	}
+}
+
 // TestScheduler_PopsPastTheLimitAreRefused: a pop that reaches an actor
 // whose parked and pending pops number maxParked answers
 // queengo.ErrTooManyParked at once, whatever its wait; the waiting ones stay.
