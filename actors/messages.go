@@ -45,6 +45,7 @@ type waiter struct {
 	arrived   time.Time // when it reached the actor: rounds serve the oldest first
 	deadline  time.Time // wait=true: when the long poll answers empty
 	key       string    // parking key, set when first parked
+	pid       uuid.UUID // the single-partition route: its partition's id, once a claim knew it
 	cancelled bool
 	answered  bool
 	holdUntil time.Time // minPopWaitTime: deliver what there is at this time

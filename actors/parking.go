@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // parkingLot keeps the pops of one actor that wait for something: long polls
@@ -32,11 +34,13 @@ type parkingLot struct {
 
 // parkedKey is the long-poll state of the parked pops of one key.
 type parkedKey struct {
-	first, last *waiter // its parked pops, oldest first (waiter.parkedNext)
-	n           int
-	empties     int // consecutive empty re-checks
-	interval    time.Duration
-	next        time.Time // the key's next re-check
+	group, partition string    // its pops' (partition "" for the wildcard route)
+	pid              uuid.UUID // partition's id, as its latest pop knew it
+	first, last      *waiter   // its parked pops, oldest first (waiter.parkedNext)
+	n                int
+	empties          int // consecutive empty re-checks
+	interval         time.Duration
+	next             time.Time // the key's next re-check
 }
 
 // parkedAt is where a waiter is while it is parked: its key, its neighbours
@@ -62,8 +66,11 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 	}
 	k := l.keys[w.key]
 	if k == nil {
-		k = &parkedKey{interval: l.backoff.Initial}
+		k = &parkedKey{group: w.req.Group, partition: w.req.Partition, interval: l.backoff.Initial}
 		l.keys[w.key] = k
+	}
+	if w.pid != uuid.Nil {
+		k.pid = w.pid
 	}
 	if k.next.Before(now) {
 		l.backoff.after(k, now)
@@ -139,16 +146,60 @@ func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, 
 	return recheck, expired
 }
 
-// wake resets every key's backoff so that each re-checks now (a push in
-// scope), and releases every held pop into out: its batch may have filled.
-func (l *parkingLot) wake(now time.Time, out []*waiter) []*waiter {
+// wake resets the backoff of every key whose pops may claim what freed names
+// (every key when freed is nil: a discovery scope's wake), so that each
+// re-checks now, and releases the held pops of the groups it names into out:
+// their batch may have filled.
+func (l *parkingLot) wake(now time.Time, freed []freedPartition, out []*waiter) []*waiter {
 	for _, k := range l.keys {
-		k.empties, k.interval, k.next = 0, l.backoff.Initial, now
+		if freed == nil || concerns(freed, k.group, k.partition, k.pid) {
+			k.empties, k.interval, k.next = 0, l.backoff.Initial, now
+		}
 	}
-	out = append(out, l.held...)
-	clear(l.held)
-	l.held = l.held[:0]
+	held := l.held[:0]
+	for _, w := range l.held {
+		if freed == nil || concerns(freed, w.req.Group, "", uuid.Nil) {
+			out = append(out, w)
+		} else {
+			held = append(held, w)
+		}
+	}
+	clear(l.held[len(held):])
+	l.held = held
 	return out
+}
+
+// freedPartition is what a wake may have made claimable: a partition of a
+// group (of every group when group is ""), known by its id, its name or
+// both (neither: one not known here, a lost claim's).
+type freedPartition struct {
+	group string
+	pid   uuid.UUID
+	name  string
+}
+
+// concerns reports whether the parked pops of group on partition (its name
+// and id; "" for the wildcard route, whose pops claim any partition) may
+// claim something freed names. A pop of the single-partition route only
+// looks again for its own partition: with 50 consumers pinned to 10
+// partitions, waking every key at an ack made ten pops claim where one
+// could take something. A partition either side does not know by id
+// concerns it.
+func concerns(freed []freedPartition, group, partition string, pid uuid.UUID) bool {
+	for _, f := range freed {
+		switch {
+		case f.group != "" && f.group != group:
+		case partition == "":
+			return true
+		case f.name != "":
+			if f.name == partition {
+				return true
+			}
+		case f.pid == uuid.Nil, pid == uuid.Nil, f.pid == pid:
+			return true
+		}
+	}
+	return false
 }
 
 // releaseN takes up to n of the key's pops, oldest first, into out: a claim

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,7 +100,7 @@ func TestParkingLot_WakeResetsBackoff(t *testing.T) {
 	held.holdUntil = t0.Add(time.Minute)
 	l.hold(held)
 
-	out := l.wake(t0, nil)
+	out := l.wake(t0, nil, nil)
 	if k.empties != 0 || k.interval != 100*time.Millisecond || !k.next.Equal(t0) {
 		t.Fatalf("after a wake: %d empties, interval %v, next %v", k.empties, k.interval, k.next)
 	}
@@ -108,6 +109,53 @@ func TestParkingLot_WakeResetsBackoff(t *testing.T) {
 	}
 	if re, _ := l.due(t0, nil, nil); len(re) != 1 {
 		t.Fatalf("after a wake %d re-checks are due, want 1", len(re))
+	}
+}
+
+// TestParkingLot_AWakeReachesTheKeysItConcerns: a wake re-checks at once
+// the keys whose pops may claim what it freed: the wildcard keys of the
+// freed group, the key of the freed partition (by id or, for a write, by
+// name), a key whose partition id is not known; and it releases the held
+// pops of the freed group. The others keep their schedule.
+func TestParkingLot_AWakeReachesTheKeysItConcerns(t *testing.T) {
+	t.Parallel()
+	p1, p2 := uuid.New(), uuid.New()
+	parked := func(group, partition string, pid uuid.UUID) *waiter {
+		w := longPoll(group, partition, time.Minute)
+		w.pid = pid
+		return w
+	}
+	cases := []struct {
+		name  string
+		freed []freedPartition
+		want  []string // keys that re-check now and held groups released, sorted
+	}{
+		{"a lease of g on p1 ended", []freedPartition{{group: "g", pid: p1}}, []string{"g/", "g/new", "g/p1", "held g"}},
+		{"a write to p2", []freedPartition{{pid: p2, name: "p2"}}, []string{"g/", "g/p2", "h/", "held g", "held h"}},
+		{"a lost claim of g", []freedPartition{{group: "g"}}, []string{"g/", "g/new", "g/p1", "g/p2", "held g"}},
+		{"a scope's wake", nil, []string{"g/", "g/new", "g/p1", "g/p2", "h/", "held g", "held h"}},
+	}
+	for _, c := range cases {
+		l := newParkingLot(Backoff{Initial: time.Hour, Threshold: 3, Multiplier: 2, Max: time.Hour}, 100)
+		for _, w := range []*waiter{parked("g", "", uuid.Nil), parked("g", "p1", p1), parked("g", "p2", p2),
+			parked("g", "new", uuid.Nil), parked("h", "", uuid.Nil)} {
+			l.park(w, t0)
+		}
+		for _, g := range []string{"g", "h"} {
+			l.hold(longPoll(g, "", time.Minute))
+		}
+		var got []string
+		for _, w := range l.wake(t0, c.freed, nil) {
+			got = append(got, "held "+w.req.Group)
+		}
+		re, _ := l.due(t0, nil, nil)
+		for _, w := range re {
+			got = append(got, w.req.Group+"/"+w.req.Partition)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: woke %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

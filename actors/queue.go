@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -108,7 +109,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		if m.group == "" {
 			n = max(len(a.ready.groups), 1)
 		}
-		a.pops.wake(a.d.clock.Now(), n)
+		a.pops.wake(a.d.clock.Now(), n, []freedPartition{{group: m.group, pid: m.partition}})
 		if m.group == "" && a.q != nil {
 			tellScopes(ctx, a.q)
 		}
@@ -262,10 +263,12 @@ func (a *queueActor) commitRound(batch []*partitionWriter) *claimRound {
 // every group and wakes the pops in scope: each written partition may serve
 // one pop of every group.
 func (a *queueActor) offerWritten(ws []*partitionWriter, now time.Time) {
-	for _, w := range ws {
+	freed := make([]freedPartition, len(ws))
+	for i, w := range ws {
 		a.ready.offer(w.segPID, "")
+		freed[i] = freedPartition{pid: w.segPID, name: w.name}
 	}
-	a.pops.wake(now, len(ws)*max(len(a.ready.groups), 1))
+	a.pops.wake(now, len(ws)*max(len(a.ready.groups), 1), freed)
 }
 
 // committed marks the written partitions ready and wakes the parked pops in
@@ -314,14 +317,15 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone, wake bool) {
 // empty look.
 func (a *queueActor) handedOff(r *ackRequest) {
 	a.acks = append(a.acks, r)
-	freed := make(map[leaseKey]bool, 1)
+	var freed []freedPartition
 	for _, it := range r.items {
-		if k := (leaseKey{group: it.Group, pid: it.PartitionID}); !freed[k] {
-			freed[k] = true
+		f := freedPartition{group: it.Group, pid: it.PartitionID}
+		if !slices.Contains(freed, f) {
+			freed = append(freed, f)
 			a.ready.offer(it.PartitionID, it.Group)
 		}
 	}
-	a.pops.wake(a.d.clock.Now(), len(freed))
+	a.pops.wake(a.d.clock.Now(), len(freed), freed)
 }
 
 // run starts claim rounds for the pending pops and handed-off acks, and
@@ -470,6 +474,7 @@ func (a *queueActor) onRound(r *claimRound) {
 			if p.Min > 0 {
 				w.noHold = true
 			}
+			w.pid = p.Partition
 			a.forgetStale(w.req.Partition, now)
 			a.pops.emptyAfter(r, w, now)
 		}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -307,7 +308,7 @@ func TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition(t *testing.T) 
 	ws := []*waiter{longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)}
 	r := &claimRound{ws: ws}
 	s.started(r)
-	s.wake(t0, 1)
+	s.wake(t0, 1, nil)
 	if !s.finished(r) {
 		t.Fatal("the round was not the scheduler's")
 	}
@@ -374,6 +375,60 @@ func TestPartitionRoute_IdLookedUpAgainAfterEmptyPops(t *testing.T) {
 	want(1, first)
 	pop()
 	want(2, id)
+}
+
+// TestPartitionRoute_AWakeReachesOnlyThePopsOfItsPartition: long polls of
+// the single-partition route parked on P1 and P2; a lease of their group
+// that ends on P1 makes only the P1 pop claim again, a push to P2 only the
+// P2 pop (the wildcard route's pops would claim at both).
+func TestPartitionRoute_AWakeReachesOnlyThePopsOfItsPartition(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore()
+	claimed := make(chan []queengo.ClaimParams, 16)
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		claimed <- claims
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	// The fake clock never moves: no pop re-checks on its backoff.
+	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = newTestClock() })
+	id := func(name string) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)) }
+	nextRound := func() []uuid.UUID {
+		t.Helper()
+		select {
+		case claims := <-claimed:
+			var parts []uuid.UUID
+			for _, c := range claims {
+				parts = append(parts, c.Partition)
+			}
+			return parts
+		case <-time.After(5 * time.Second):
+			t.Fatal("no claim round")
+			return nil
+		}
+	}
+	for _, name := range []string{"P1", "P2"} {
+		sendPop(b, "q", &queengo.PopRequest{Queue: "q", Partition: name, Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+		if got := nextRound(); len(got) != 1 || got[0] != id(name) {
+			t.Fatalf("the %s pop's first round claimed %v", name, got)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); b.ParkedByQueue()["q"] != 2; runtime.Gosched() {
+		if time.Now().After(deadline) { // the second round's answer is on its way to the actor
+			t.Fatal("the pops were not parked")
+		}
+	}
+
+	b.freed("q", id("P1"), "g")
+	if got := nextRound(); len(got) != 1 || got[0] != id("P1") {
+		t.Fatalf("after P1's lease ended the round claimed %v, want the P1 pop alone", got)
+	}
+	if _, err := b.Push(context.Background(), []queengo.PushItem{{Queue: "q", Partition: "P2",
+		Frame: queengo.Frame{ID: uuid.New(), TransactionID: "t1", Payload: []byte("1")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextRound(); len(got) != 1 || got[0] != id("P2") {
+		t.Fatalf("after a push to P2 the round claimed %v, want the P2 pop alone", got)
+	}
 }
 
 // TestQueue_RowReadAgainAfterEmptyPops: a queue actor keeps the queue row it

@@ -110,7 +110,8 @@ func (s *popScheduler) due(now time.Time) {
 	s.expired = s.expired[:0]
 }
 
-// wake makes every parked pop's key re-check now and every held pop look
+// wake makes the parked pops that may claim what freed names (anything
+// when freed is nil) re-check now, and the held ones of its groups look
 // again: n partitions may have become claimable (a commit, an ack that ended
 // a lease). The rounds in flight are told: up to n of their pops that come
 // back with nothing look again at once rather than park, and their held pops
@@ -118,11 +119,11 @@ func (s *popScheduler) due(now time.Time) {
 // partition serves one pop of a group at a time: when every pop of a round
 // in flight looked again for one freed partition, 40 consumers parked on 10
 // partitions at batch 1 claimed in a loop for every ack.
-func (s *popScheduler) wake(now time.Time, n int) {
+func (s *popScheduler) wake(now time.Time, n int, freed []freedPartition) {
 	for _, r := range s.rounds {
 		r.wakes = min(r.wakes+n, roundMax)
 	}
-	s.pending = s.lot.wake(now, s.pending)
+	s.pending = s.lot.wake(now, freed, s.pending)
 	s.due(now)
 }
 

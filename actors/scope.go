@@ -69,7 +69,7 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		}
 		// A commit in one of the scope's queues, of partitions the scope
 		// does not count: every pop of a round in flight looks again.
-		a.pops.wake(a.d.clock.Now(), roundMax)
+		a.pops.wake(a.d.clock.Now(), roundMax, nil)
 	case *scopeHint:
 		if m.queue != "" && !a.names[m.queue] {
 			return // not in the scope, or new to it: the next load finds it
@@ -80,7 +80,7 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		if m.group != "" {
 			n = 1
 		}
-		a.pops.wake(a.d.clock.Now(), n)
+		a.pops.wake(a.d.clock.Now(), n, nil)
 	case *tick:
 		a.pops.ticked()
 		a.pops.due(a.d.clock.Now())
