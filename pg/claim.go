@@ -352,7 +352,12 @@ type roundGroup struct {
 	// direct: every pop of the group takes one partition, any of them
 	// (partitions=1), so claim_take finds the claimable partitions itself
 	// and claim_read is not needed.
-	direct  bool
+	direct bool
+	// pinned: every pop of the group is of the single-partition route, so
+	// its entries are the pops' partitions (pinnedEntries) and claim_read is
+	// not needed either: the pinned claim_take reports the ones the group
+	// never contacted.
+	pinned  bool
 	entries []roundEntry
 	missing []uuid.UUID // never contacted, as the group's last claim_take found
 	next    int         // in a hand-out: entries before it are not free
@@ -363,6 +368,9 @@ type roundEntry struct {
 	pid   uuid.UUID
 	avail int64 // as claim_read saw it
 	state entryState
+	// contacted: a pinned claim_take found the group never contacted it
+	// (its pop looks again once, after the first contact).
+	contacted bool
 }
 
 type entryState uint8
@@ -406,7 +414,7 @@ func newScopeRound(claims []queengo.ClaimParams, sc []int) *scopeRound {
 			k = len(r.groups)
 			index[p.Group] = k
 			r.names, r.modes, r.froms = append(r.names, p.Group), append(r.modes, mode), append(r.froms, from)
-			r.groups = append(r.groups, roundGroup{cands: map[uuid.UUID]bool{}, direct: true, readyTo: -1})
+			r.groups = append(r.groups, roundGroup{cands: map[uuid.UUID]bool{}, direct: true, pinned: true, readyTo: -1})
 		}
 		g := &r.groups[k]
 		switch {
@@ -420,6 +428,7 @@ func newScopeRound(claims []queengo.ClaimParams, sc []int) *scopeRound {
 			}
 		}
 		g.direct = g.direct && p.Partition == uuid.Nil && p.MaxParts == 1
+		g.pinned = g.pinned && p.Partition != uuid.Nil
 		if p.Partition == uuid.Nil || g.readyTo < 0 || r.claims[r.pops[g.readyTo].claim].Partition != uuid.Nil {
 			g.readyTo = len(r.pops)
 		}
@@ -446,18 +455,20 @@ func (r *scopeRound) candidates(k int) []pgtype.UUID {
 	return out
 }
 
-// read loads the claimable partitions of the groups that are not direct,
-// creating the cursors they lack. With only direct groups it sends nothing:
+// read loads the claimable partitions of the groups that are neither direct
+// nor pinned, creating the cursors they lack; a pinned group's entries are
+// its pops' partitions. With only direct and pinned groups it sends nothing:
 // the statements waiting in pre go with the first claim_take.
 func (r *scopeRound) read(ctx context.Context, c *pgxpool.Conn) error {
-	if !slices.ContainsFunc(r.groups, func(g roundGroup) bool { return !g.direct }) {
+	r.pinnedEntries()
+	if !slices.ContainsFunc(r.groups, roundGroup.read) {
 		return nil
 	}
 	full := make([]bool, len(r.groups))
 	var candGroups []int32
 	var candParts []pgtype.UUID
 	for k, g := range r.groups {
-		if g.direct {
+		if !g.read() {
 			continue
 		}
 		full[k] = g.full
@@ -479,6 +490,22 @@ func (r *scopeRound) read(ctx context.Context, c *pgxpool.Conn) error {
 	b.Queue(readSQL, r.queues, r.names, full, candGroups, candParts)
 	_, err = r.readBatch(ctx, c, b)
 	return err
+}
+
+// read reports whether the group's claimable partitions come from claim_read.
+func (g roundGroup) read() bool { return !g.direct && !g.pinned }
+
+// pinnedEntries makes each pinned group's entries its pops' partitions, each
+// once, in the order of the pops, free: claim_take sees whether they hold
+// anything (avail is not read).
+func (r *scopeRound) pinnedEntries() {
+	for _, p := range r.pops {
+		g := &r.groups[p.group]
+		pid := r.claims[p.claim].Partition
+		if g.pinned && !slices.ContainsFunc(g.entries, func(e roundEntry) bool { return e.pid == pid }) {
+			g.entries = append(g.entries, roundEntry{pid: pid})
+		}
+	}
 }
 
 // leadRides reports whether the lead goes in the next batch: not sent yet,
@@ -581,7 +608,9 @@ func (r *scopeRound) readBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batc
 		return nil, err
 	}
 	for k := range r.groups {
-		r.groups[k].entries = r.groups[k].entries[:0]
+		if r.groups[k].read() {
+			r.groups[k].entries = r.groups[k].entries[:0]
+		}
 	}
 	var (
 		k     int32
@@ -821,7 +850,7 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 	if call.direct {
 		g.entries = g.entries[:0]
 	}
-	locked := make([]bool, len(call.pool))
+	locked, contact := make([]bool, len(call.pool)), []int(nil)
 	var (
 		ord, claim                  pgtype.Int4
 		taken, from, leaseMS, first pgtype.Int8
@@ -836,6 +865,16 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 	for rows.Next() {
 		if err := rows.Scan(&ord, &claim, &taken, &held, &pid, &pname, &qname, &from, &leaseMS, &first, &created, &frames, &dead, &missing); err != nil {
 			return err
+		}
+		if !claim.Valid && !call.direct {
+			// A partition of a pinned call's pool that the group never
+			// contacted.
+			if i := int(ord.Int32) - 1; missing.Bool && i >= 0 && i < len(call.pool) && !g.entries[call.pool[i]].contacted {
+				g.entries[call.pool[i]].contacted = true
+				g.missing = append(g.missing, pid.Bytes)
+				contact = append(contact, i)
+			}
+			continue
 		}
 		if !claim.Valid {
 			// A partition of a direct call's pool it did not lock.
@@ -922,6 +961,12 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 		default:
 			g.entries[e].state = entryFree
 		}
+	}
+	// A pinned pop whose partition gets its first contact looks again in
+	// the next pass, whose batch makes the contact first.
+	for _, i := range contact {
+		g.entries[call.pool[i]].state = entryFree
+		r.pops[call.pops[call.slots[i]-1]].done = false
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -48,5 +49,28 @@ func TestHandOut_PopsOfTheSinglePartitionRouteShareOneTake(t *testing.T) {
 	}
 	if any := calls[1]; any.pinned || !slices.Equal(any.pops, []int{3}) || !slices.Equal(any.pool, []int{3}) {
 		t.Fatalf("the other pop's call %+v, want pop 3 on entry 3", *any)
+	}
+}
+
+// TestHandOut_APinnedGroupNeedsNoRead: a group whose pops are all of the
+// single-partition route sends no claim_read (read uses no connection): its
+// entries are its pops' partitions, each once, and the first pop of each
+// partition goes to the group's pinned claim_take.
+func TestHandOut_APinnedGroupNeedsNoRead(t *testing.T) {
+	t.Parallel()
+	a, b := uuid.New(), uuid.New()
+	claims := []queengo.ClaimParams{{Group: "g", Batch: 1, Partition: a, MaxParts: 1}, {Group: "g", Batch: 1, Partition: a, MaxParts: 1},
+		{Group: "g", Batch: 1, Partition: b, MaxParts: 1}}
+	r := newScopeRound(claims, []int{0, 1, 2})
+	if err := r.read(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	g := r.groups[0]
+	if !g.pinned || len(g.entries) != 2 || g.entries[0].pid != a || g.entries[1].pid != b {
+		t.Fatalf("pinned %v, entries %+v; want a pinned group on a and b", g.pinned, g.entries)
+	}
+	calls := r.handOut()
+	if len(calls) != 1 || !calls[0].pinned || !slices.Equal(calls[0].pops, []int{0, 2}) || !slices.Equal(calls[0].pool, []int{0, 1}) {
+		t.Fatalf("calls %+v, want one pinned call of pops 0 and 2 on a and b", calls)
 	}
 }

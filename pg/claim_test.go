@@ -205,6 +205,44 @@ func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testi
 	}
 }
 
+// TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound: pops of
+// the single-partition route on partitions their group never contacted get
+// the messages in their first round (the cursors are made in it), seeded by
+// the group's intent (subscriptionMode=new: nothing of the backlog); a
+// second pop on the same partition gets nothing, and a pop on a partition
+// that no longer exists gets nothing, without an error.
+func TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t)
+	q, ids := claimQueue(t, s, 2, 1)
+	pinned := func(group, mode string, parts ...uuid.UUID) []queengo.ClaimParams {
+		claims := pops(q, len(parts), queengo.ClaimParams{Group: group, Batch: 5, MaxParts: 1, SubMode: mode})
+		for i, pid := range parts {
+			claims[i].Partition = pid
+		}
+		return claims
+	}
+	res := claimOK(t, s, pinned("g", "", ids[0], ids[0], ids[1], uuid.New()))
+	want := [][]string{{"p0-0", "p0-1"}, nil, {"p1-0"}, nil}
+	for i, r := range res {
+		if got := delivered(r); !slices.Equal(got, want[i]) {
+			t.Fatalf("pinned pop %d got %v, want %v", i, got, want[i])
+		}
+	}
+	res = claimOK(t, s, pinned("h", queengo.SubscriptionNew, ids[0]))
+	if got := delivered(res[0]); len(got) != 0 {
+		t.Fatalf("a new group's pop with subscriptionMode=new got the backlog %v", got)
+	}
+	if _, err := s.Append(ctx, []queengo.Segment{segOf(ids[0], "later")}); err != nil {
+		t.Fatal(err)
+	}
+	res = claimOK(t, s, pinned("h", "", ids[0]))
+	if got := delivered(res[0]); !slices.Equal(got, []string{"later"}) {
+		t.Fatalf("after a push the new group's pop got %v, want the pushed message", got)
+	}
+}
+
 // TestClaimRound_FirstContactDoesNotWaitForAnIdlePop: a partition the group
 // never contacted gets its cursor in the round that meets it, even when the
 // round's pops are served by other partitions, and is reported ready, so the

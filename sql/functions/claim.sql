@@ -54,7 +54,9 @@ DROP FUNCTION IF EXISTS queen.claim_take(uuid[], text, boolean, uuid[], uuid[], 
 --                  (or autoAck commits) and returns the frames. When every
 --                  pop of the group takes one partition (partitions=1, the
 --                  default) it finds the claimable partitions itself: the
---                  round is this one statement.
+--                  round is this one statement. So it is when every pop of
+--                  the group is of the single-partition route (pinned: each
+--                  pop's pool row is its partition).
 --   claim_read     otherwise first: the claimable partitions and what they
 --                  hold, which the broker hands out to the pops within their
 --                  budget and cap before claim_take locks them;
@@ -219,7 +221,10 @@ $$;
 -- cursor (no lease: nobody could ever ack it), and they are listed in dead,
 -- so they are not delivered.
 -- With p_pool NULL, one row (claim NULL) follows per partition of the pool
--- it did not lock: missing when the group never contacted it.
+-- it did not lock: missing when the group never contacted it. With
+-- p_pinned, one such row follows per partition of p_pool that exists and
+-- the group never contacted (missing), so pinned pops need no claim_read
+-- before them.
 CREATE OR REPLACE FUNCTION queen.claim_take(
     p_queue_ids  uuid[],
     p_group      text,
@@ -257,7 +262,12 @@ AS $$
 BEGIN
     RETURN QUERY
     WITH pool AS MATERIALIZED (
-        SELECT u.pid, u.ord::integer AS ord, false AS missing
+        SELECT u.pid, u.ord::integer AS ord,
+               CASE WHEN p_pinned AND NOT EXISTS (SELECT 1 FROM queen.cursors c0
+                                                   WHERE c0.partition_id = u.pid
+                                                     AND c0.consumer_group = p_group COLLATE "C") -- see claimable
+                    THEN EXISTS (SELECT 1 FROM queen.partitions p0 WHERE p0.id = u.pid)
+                    ELSE false END AS missing
           FROM unnest(p_pool) WITH ORDINALITY AS u(pid, ord)
         UNION ALL
         SELECT x.partition_id,
@@ -369,7 +379,7 @@ BEGIN
     SELECT pool.ord, NULL::integer, NULL::bigint, NULL::boolean, pool.pid, NULL::text, NULL::text, NULL::bigint,
            NULL::bigint, NULL::bigint, NULL::text, NULL::bytea, NULL::bigint[], pool.missing
       FROM pool
-     WHERE p_pool IS NULL AND NOT EXISTS (SELECT 1 FROM locked l WHERE l.ord = pool.ord)
+     WHERE (p_pool IS NULL OR pool.missing) AND NOT EXISTS (SELECT 1 FROM locked l WHERE l.ord = pool.ord)
      ORDER BY 2 NULLS LAST, 1, 10 NULLS FIRST;
 END;
 $$;
