@@ -151,6 +151,9 @@ func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, 
 // re-checks now, and releases the held pops of the groups it names into out:
 // their batch may have filled.
 func (l *parkingLot) wake(now time.Time, freed []freedPartition, out []*waiter) []*waiter {
+	if len(freed) > wakeMatchMax {
+		freed = nil
+	}
 	for _, k := range l.keys {
 		if freed == nil || concerns(freed, k.group, k.partition, k.pid) {
 			k.empties, k.interval, k.next = 0, l.backoff.Initial, now
@@ -168,6 +171,11 @@ func (l *parkingLot) wake(now time.Time, freed []freedPartition, out []*waiter) 
 	l.held = held
 	return out
 }
+
+// wakeMatchMax bounds the partitions a wake matches keys against (keys x
+// partitions comparisons): a wake naming more, a batch ack spanning many
+// partitions, concerns every key.
+const wakeMatchMax = 64
 
 // freedPartition is what a wake may have made claimable: a partition of a
 // group (of every group when group is ""), known by its id, its name or

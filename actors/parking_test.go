@@ -116,7 +116,8 @@ func TestParkingLot_WakeResetsBackoff(t *testing.T) {
 // the keys whose pops may claim what it freed: the wildcard keys of the
 // freed group, the key of the freed partition (by id or, for a write, by
 // name), a key whose partition id is not known; and it releases the held
-// pops of the freed group. The others keep their schedule.
+// pops of the freed group. The others keep their schedule. A wake naming
+// more than wakeMatchMax partitions reaches every key.
 func TestParkingLot_AWakeReachesTheKeysItConcerns(t *testing.T) {
 	t.Parallel()
 	p1, p2 := uuid.New(), uuid.New()
@@ -124,6 +125,10 @@ func TestParkingLot_AWakeReachesTheKeysItConcerns(t *testing.T) {
 		w := longPoll(group, partition, time.Minute)
 		w.pid = pid
 		return w
+	}
+	many := make([]freedPartition, wakeMatchMax+1)
+	for i := range many {
+		many[i] = freedPartition{group: "g", pid: uuid.New()}
 	}
 	cases := []struct {
 		name  string
@@ -134,6 +139,7 @@ func TestParkingLot_AWakeReachesTheKeysItConcerns(t *testing.T) {
 		{"a write to p2", []freedPartition{{pid: p2, name: "p2"}}, []string{"g/", "g/p2", "h/", "held g", "held h"}},
 		{"a lost claim of g", []freedPartition{{group: "g"}}, []string{"g/", "g/new", "g/p1", "g/p2", "held g"}},
 		{"a scope's wake", nil, []string{"g/", "g/new", "g/p1", "g/p2", "h/", "held g", "held h"}},
+		{"a batch ack over more partitions than a wake matches", many, []string{"g/", "g/new", "g/p1", "g/p2", "h/", "held g", "held h"}},
 	}
 	for _, c := range cases {
 		l := newParkingLot(Backoff{Initial: time.Hour, Threshold: 3, Multiplier: 2, Max: time.Hour}, 100)

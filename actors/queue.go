@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -317,11 +316,12 @@ func (a *queueActor) committed(ctx actor.Context, m *commitDone, wake bool) {
 // empty look.
 func (a *queueActor) handedOff(r *ackRequest) {
 	a.acks = append(a.acks, r)
+	seen := make(map[leaseKey]bool, 1)
 	var freed []freedPartition
 	for _, it := range r.items {
-		f := freedPartition{group: it.Group, pid: it.PartitionID}
-		if !slices.Contains(freed, f) {
-			freed = append(freed, f)
+		if k := (leaseKey{group: it.Group, pid: it.PartitionID}); !seen[k] {
+			seen[k] = true
+			freed = append(freed, freedPartition{group: it.Group, pid: it.PartitionID})
 			a.ready.offer(it.PartitionID, it.Group)
 		}
 	}
