@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"container/heap"
 	"sync/atomic"
 	"time"
 
@@ -17,14 +16,15 @@ import (
 // Parked pops with the same (group, partition) key would all see the same
 // thing, so one of them re-checks on the key's backoff schedule for the
 // whole key: 10,000 idle long polls on one queue cost one claim per
-// Backoff.Max. A parked pop is in its key's list, oldest first, and in the
-// lot's deadline heap, so that parking one, expiring one and taking one out
-// cost O(log n) whatever the number parked.
+// Backoff.Max. A parked pop is in its key's list, oldest first, and its
+// deadline in the lot's endHeap, so that parking one and expiring one cost
+// O(log n) and taking one out O(1), whatever the number parked (the entry of
+// a pop taken out stays until it comes up, and is then skipped).
 type parkingLot struct {
 	backoff   Backoff
 	max       int // parked pops at most; park refuses past it
 	keys      map[string]*parkedKey
-	deadlines deadlineHeap // every parked pop, the earliest deadline first
+	deadlines endHeap[*waiter] // the parked pops' deadlines, and some of pops no longer parked
 	held      []*waiter
 	n         int // parked pops (held ones not included)
 	// queue counts the lot's parked pops for its queue (its handle's
@@ -43,12 +43,11 @@ type parkedKey struct {
 	next             time.Time // the key's next re-check
 }
 
-// parkedAt is where a waiter is while it is parked: its key, its neighbours
-// in the key's list and its index in the lot's deadline heap.
+// parkedAt is where a waiter is while it is parked: its key and its
+// neighbours in the key's list.
 type parkedAt struct {
 	key                    *parkedKey // nil when not parked
 	parkedPrev, parkedNext *waiter
-	heapIndex              int
 }
 
 func newParkingLot(bo Backoff, max int) parkingLot {
@@ -83,12 +82,25 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 	}
 	k.last = w
 	k.n++
-	heap.Push(&l.deadlines, w)
 	l.count(1)
+	l.deadlines.add(w.deadline, w, l.n, l.parkedDeadlines)
 	return true
 }
 
-// unpark takes the parked pop w out of its key and the deadline heap.
+// parkedDeadlines yields every parked pop with its deadline (endHeap.add's
+// rebuild).
+func (l *parkingLot) parkedDeadlines(yield func(*waiter, time.Time) bool) {
+	for _, k := range l.keys {
+		for w := k.first; w != nil; w = w.parked.parkedNext {
+			if !yield(w, w.deadline) {
+				return
+			}
+		}
+	}
+}
+
+// unpark takes the parked pop w out of its key; its deadline's entry is
+// skipped when it comes up.
 func (l *parkingLot) unpark(w *waiter) {
 	k, at := w.parked.key, &w.parked
 	if at.parkedPrev != nil {
@@ -102,7 +114,6 @@ func (l *parkingLot) unpark(w *waiter) {
 		k.last = at.parkedPrev
 	}
 	k.n--
-	heap.Remove(&l.deadlines, at.heapIndex)
 	w.parked = parkedAt{}
 	l.count(-1)
 }
@@ -126,10 +137,11 @@ func (bo Backoff) after(k *parkedKey, now time.Time) {
 // re-check is due (appended to recheck: it claims for the whole key, whose
 // backoff moves on). Keys left without pops are forgotten.
 func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, []*waiter) {
-	for len(l.deadlines) > 0 && !now.Before(l.deadlines[0].deadline) {
-		w := l.deadlines[0]
-		l.unpark(w)
-		expired = append(expired, w)
+	for e, ok := l.deadlines.take(now); ok; e, ok = l.deadlines.take(now) {
+		if w := e.key; w.parked.key != nil {
+			l.unpark(w)
+			expired = append(expired, w)
+		}
 	}
 	for key, k := range l.keys {
 		if k.n == 0 {
@@ -254,13 +266,11 @@ func (l *parkingLot) remove(w *waiter) {
 	}
 }
 
-// next is the lot's earliest event: a key's re-check or a parked pop's
-// deadline, a hold's end; zero when the lot is empty.
+// next is the lot's earliest event: a key's re-check or a deadline that may
+// have passed (or be a pop's no longer parked), a hold's end; zero when the
+// lot is empty.
 func (l *parkingLot) next() time.Time {
-	var at time.Time
-	if len(l.deadlines) > 0 {
-		at = l.deadlines[0].deadline
-	}
+	at := l.deadlines.next()
 	for _, k := range l.keys {
 		if k.n > 0 {
 			at = earliest(at, k.next)
@@ -274,9 +284,12 @@ func (l *parkingLot) next() time.Time {
 
 // drain takes every parked and held pop out of the lot into out.
 func (l *parkingLot) drain(out []*waiter) []*waiter {
-	for _, w := range l.deadlines {
-		w.parked = parkedAt{}
+	n := len(out)
+	for w := range l.parkedDeadlines {
 		out = append(out, w)
+	}
+	for _, w := range out[n:] {
+		w.parked = parkedAt{} // after the walk, which follows parkedNext
 	}
 	out = append(out, l.held...)
 	l.count(-l.n)
@@ -303,29 +316,4 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// deadlineHeap orders parked pops by deadline (container/heap); each knows
-// its index, so a pop that leaves before its deadline is removed at once.
-type deadlineHeap []*waiter
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].parked.heapIndex, h[j].parked.heapIndex = i, j
-}
-
-func (h *deadlineHeap) Push(x any) {
-	w := x.(*waiter)
-	w.parked.heapIndex = len(*h)
-	*h = append(*h, w)
-}
-
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return w
 }
