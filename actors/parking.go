@@ -19,21 +19,36 @@ import (
 // Backoff.Max. A parked pop is in its key's list, oldest first, and its
 // deadline in the lot's endHeap, so that parking one and expiring one cost
 // O(log n) and taking one out O(1), whatever the number parked (the entry of
-// a pop taken out stays until it comes up, and is then skipped).
+// a pop taken out stays until it comes up, and is then skipped). The keys'
+// re-checks are in a second endHeap and the keys are indexed by partition,
+// so that neither the timer's next event, nor a tick, nor a wake visits
+// every key: with 2,000 consumers pinned to 2,000 partitions those visits
+// were a sixth to a quarter of the broker's CPU (docs/benchmarks.md).
 type parkingLot struct {
 	backoff   Backoff
 	max       int // parked pops at most; park refuses past it
 	keys      map[string]*parkedKey
-	deadlines endHeap[*waiter] // the parked pops' deadlines, and some of pops no longer parked
-	held      []*waiter
-	n         int // parked pops (held ones not included)
+	rechecks  endHeap[*parkedKey] // the keys' next re-checks, and superseded ones
+	deadlines endHeap[*waiter]    // the parked pops' deadlines, and some of pops no longer parked
+	// byName indexes the keys by partition name ("": the wildcard route's
+	// keys), byPid the single-partition route's keys by partition id
+	// (uuid.Nil: not known yet), for wake.
+	byName map[string]keySet
+	byPid  map[uuid.UUID]keySet
+	held   []*waiter
+	n      int // parked pops (held ones not included)
 	// queue counts the lot's parked pops for its queue (its handle's
 	// parked); nil for a discovery scope's lot.
 	queue *atomic.Int64
 }
 
-// parkedKey is the long-poll state of the parked pops of one key.
+// parkedKey is the long-poll state of the parked pops of one key. A key
+// outlives its pops while they claim (a re-check's pop that comes back empty
+// parks again under the key's backoff): it is forgotten when its last pop
+// leaves for good (answered at its deadline, or cancelled), or when its
+// re-check comes and finds no pop.
 type parkedKey struct {
+	id               string    // its key in parkingLot.keys
 	group, partition string    // its pops' (partition "" for the wildcard route)
 	pid              uuid.UUID // partition's id, as its latest pop knew it
 	first, last      *waiter   // its parked pops, oldest first (waiter.parkedNext)
@@ -50,8 +65,12 @@ type parkedAt struct {
 	parkedPrev, parkedNext *waiter
 }
 
+// keySet is a set of keys.
+type keySet map[*parkedKey]struct{}
+
 func newParkingLot(bo Backoff, max int) parkingLot {
-	return parkingLot{backoff: bo, max: max, keys: map[string]*parkedKey{}}
+	return parkingLot{backoff: bo, max: max, keys: map[string]*parkedKey{},
+		byName: map[string]keySet{}, byPid: map[uuid.UUID]keySet{}}
 }
 
 // park parks w, a long poll whose claim found nothing. It reports false, and
@@ -65,14 +84,18 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 	}
 	k := l.keys[w.key]
 	if k == nil {
-		k = &parkedKey{group: w.req.Group, partition: w.req.Partition, interval: l.backoff.Initial}
+		k = &parkedKey{id: w.key, group: w.req.Group, partition: w.req.Partition, interval: l.backoff.Initial}
 		l.keys[w.key] = k
+		l.index(k)
 	}
-	if w.pid != uuid.Nil {
+	if w.pid != uuid.Nil && w.pid != k.pid {
+		l.unindexPid(k)
 		k.pid = w.pid
+		l.indexPid(k)
 	}
 	if k.next.Before(now) {
 		l.backoff.after(k, now)
+		l.scheduled(k)
 	}
 	w.parked = parkedAt{key: k, parkedPrev: k.last}
 	if k.last != nil {
@@ -85,6 +108,65 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 	l.count(1)
 	l.deadlines.add(w.deadline, w, l.n, l.parkedDeadlines)
 	return true
+}
+
+// index adds a new key to byName and byPid.
+func (l *parkingLot) index(k *parkedKey) {
+	add(l.byName, k.partition, k)
+	l.indexPid(k)
+}
+
+// indexPid adds a key of the single-partition route to byPid.
+func (l *parkingLot) indexPid(k *parkedKey) {
+	if k.partition != "" {
+		add(l.byPid, k.pid, k)
+	}
+}
+
+func (l *parkingLot) unindexPid(k *parkedKey) {
+	if k.partition != "" {
+		drop(l.byPid, k.pid, k)
+	}
+}
+
+// forget drops a key; its re-check entries are skipped when they come up.
+func (l *parkingLot) forget(k *parkedKey) {
+	delete(l.keys, k.id)
+	drop(l.byName, k.partition, k)
+	l.unindexPid(k)
+}
+
+func add[I comparable](m map[I]keySet, i I, k *parkedKey) {
+	s := m[i]
+	if s == nil {
+		s = keySet{}
+		m[i] = s
+	}
+	s[k] = struct{}{}
+}
+
+func drop[I comparable](m map[I]keySet, i I, k *parkedKey) {
+	if s := m[i]; s != nil {
+		delete(s, k)
+		if len(s) == 0 {
+			delete(m, i)
+		}
+	}
+}
+
+// scheduled records the key's new next re-check.
+func (l *parkingLot) scheduled(k *parkedKey) {
+	l.rechecks.add(k.next, k, len(l.keys), l.keyRechecks)
+}
+
+// keyRechecks yields every key with its next re-check (endHeap.add's
+// rebuild).
+func (l *parkingLot) keyRechecks(yield func(*parkedKey, time.Time) bool) {
+	for _, k := range l.keys {
+		if !yield(k, k.next) {
+			return
+		}
+	}
 }
 
 // parkedDeadlines yields every parked pop with its deadline (endHeap.add's
@@ -135,40 +217,61 @@ func (bo Backoff) after(k *parkedKey, now time.Time) {
 // due takes out of the lot, as of now, the parked pops whose deadline passed
 // (appended to expired: they answer empty) and one pop of every key whose
 // re-check is due (appended to recheck: it claims for the whole key, whose
-// backoff moves on). Keys left without pops are forgotten.
+// backoff moves on), in the order of their re-checks. A key whose re-check
+// finds no pop is forgotten.
 func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, []*waiter) {
 	for e, ok := l.deadlines.take(now); ok; e, ok = l.deadlines.take(now) {
 		if w := e.key; w.parked.key != nil {
+			k := w.parked.key
 			l.unpark(w)
 			expired = append(expired, w)
+			if k.n == 0 {
+				l.forget(k)
+			}
 		}
 	}
-	for key, k := range l.keys {
-		if k.n == 0 {
-			delete(l.keys, key)
-			continue
-		}
-		if !now.Before(k.next) {
+	for e, ok := l.rechecks.take(now); ok; e, ok = l.rechecks.take(now) {
+		k := e.key
+		switch {
+		case l.keys[k.id] != k || !e.at.Equal(k.next): // forgotten, or superseded
+		case k.n == 0:
+			l.forget(k)
+		default:
 			w := k.first
 			l.unpark(w)
 			recheck = append(recheck, w)
 			l.backoff.after(k, now)
+			l.scheduled(k)
 		}
 	}
 	return recheck, expired
 }
 
 // wake resets the backoff of every key whose pops may claim what freed names
-// (every key when freed is nil: a discovery scope's wake), so that each
-// re-checks now, and releases the held pops of the groups it names into out:
-// their batch may have filled.
+// (concerns; every key when freed is nil: a discovery scope's wake), so that
+// each re-checks now, and releases the held pops of the groups it names into
+// out: their batch may have filled. It finds the keys through the indexes:
+// its cost grows with what it names, not with the keys parked.
 func (l *parkingLot) wake(now time.Time, freed []freedPartition, out []*waiter) []*waiter {
-	if len(freed) > wakeMatchMax {
-		freed = nil
+	if freed == nil {
+		for _, k := range l.keys {
+			l.reset(k, now)
+		}
 	}
-	for _, k := range l.keys {
-		if freed == nil || concerns(freed, k.group, k.partition, k.pid) {
-			k.empties, k.interval, k.next = 0, l.backoff.Initial, now
+	for _, f := range freed {
+		l.resetAll(l.byName[""], f.group, now) // the wildcard route claims any partition
+		switch {
+		case f.name != "":
+			l.resetAll(l.byName[f.name], f.group, now)
+		case f.pid != uuid.Nil:
+			l.resetAll(l.byPid[f.pid], f.group, now)
+			l.resetAll(l.byPid[uuid.Nil], f.group, now)
+		default: // a partition known by neither: any key of the group
+			for _, k := range l.keys {
+				if f.group == "" || f.group == k.group {
+					l.reset(k, now)
+				}
+			}
 		}
 	}
 	held := l.held[:0]
@@ -184,10 +287,24 @@ func (l *parkingLot) wake(now time.Time, freed []freedPartition, out []*waiter) 
 	return out
 }
 
-// wakeMatchMax bounds the partitions a wake matches keys against (keys x
-// partitions comparisons): a wake naming more, a batch ack spanning many
-// partitions, concerns every key.
-const wakeMatchMax = 64
+// resetAll resets the keys of ks that are of group (of any group when group
+// is "").
+func (l *parkingLot) resetAll(ks keySet, group string, now time.Time) {
+	for k := range ks {
+		if group == "" || group == k.group {
+			l.reset(k, now)
+		}
+	}
+}
+
+// reset makes the key re-check now, its backoff started over.
+func (l *parkingLot) reset(k *parkedKey, now time.Time) {
+	if k.empties == 0 && k.next.Equal(now) {
+		return // reset already by this wake
+	}
+	k.empties, k.interval, k.next = 0, l.backoff.Initial, now
+	l.scheduled(k)
+}
 
 // freedPartition is what a wake may have made claimable: a partition of a
 // group (of every group when group is ""), known by its id, its name or
@@ -200,11 +317,11 @@ type freedPartition struct {
 
 // concerns reports whether the parked pops of group on partition (its name
 // and id; "" for the wildcard route, whose pops claim any partition) may
-// claim something freed names. A pop of the single-partition route only
-// looks again for its own partition: with 50 consumers pinned to 10
-// partitions, waking every key at an ack made ten pops claim where one
-// could take something. A partition either side does not know by id
-// concerns it.
+// claim something freed names: the rule wake finds its keys by. A pop of
+// the single-partition route only looks again for its own partition: with
+// 50 consumers pinned to 10 partitions, waking every key at an ack made ten
+// pops claim where one could take something. A partition either side does
+// not know by id concerns it.
 func concerns(freed []freedPartition, group, partition string, pid uuid.UUID) bool {
 	for _, f := range freed {
 		switch {
@@ -261,21 +378,19 @@ func (l *parkingLot) holdsDue(now time.Time, out []*waiter) []*waiter {
 
 // remove takes a cancelled pop out of the lot, if it is parked there.
 func (l *parkingLot) remove(w *waiter) {
-	if w.parked.key != nil {
+	if k := w.parked.key; k != nil {
 		l.unpark(w)
+		if k.n == 0 {
+			l.forget(k)
+		}
 	}
 }
 
-// next is the lot's earliest event: a key's re-check or a deadline that may
-// have passed (or be a pop's no longer parked), a hold's end; zero when the
-// lot is empty.
+// next is the lot's earliest event: a key's re-check or a deadline (either
+// may be a superseded one, or a pop's no longer parked), a hold's end; zero
+// when there is none.
 func (l *parkingLot) next() time.Time {
-	at := l.deadlines.next()
-	for _, k := range l.keys {
-		if k.n > 0 {
-			at = earliest(at, k.next)
-		}
-	}
+	at := earliest(l.deadlines.next(), l.rechecks.next())
 	for _, w := range l.held {
 		at = earliest(at, w.holdUntil)
 	}
@@ -293,8 +408,8 @@ func (l *parkingLot) drain(out []*waiter) []*waiter {
 	}
 	out = append(out, l.held...)
 	l.count(-l.n)
-	l.keys = map[string]*parkedKey{}
-	l.deadlines = nil
+	l.keys, l.byName, l.byPid = map[string]*parkedKey{}, map[string]keySet{}, map[uuid.UUID]keySet{}
+	l.rechecks, l.deadlines = nil, nil
 	l.held = nil
 	return out
 }

@@ -16,6 +16,8 @@ type IdleParams struct {
 	PollTimeout time.Duration // timeout of one long poll; a poll that times out re-parks at once
 	Ramp        int           // new polls per second while ramping up
 	Queues      int           // polls spread round-robin over this many queues
+	Partitions  int           // > 0: poll k pops partition k mod Partitions of its queue by the single-partition route
+	PushRate    float64       // messages per second pushed while the polls are held, round-robin over the partitions
 }
 
 func cmdIdle(ctx context.Context, args []string) error {
@@ -27,11 +29,14 @@ func cmdIdle(ctx context.Context, args []string) error {
 	fs.DurationVar(&p.PollTimeout, "poll-timeout", 30*time.Second, "timeout of one long poll; it re-parks when it expires")
 	fs.IntVar(&p.Ramp, "ramp", 2000, "new polls per second while ramping up (a burst of connects overflows the listen backlog)")
 	fs.IntVar(&p.Queues, "queues", 1, "queues the polls are spread over")
+	fs.IntVar(&p.Partitions, "partitions", 0, "poll k pops partition k mod this of its queue by the single-partition route (0: the wildcard route)")
+	fs.Float64Var(&p.PushRate, "push-rate", 0, "messages per second pushed while the polls are held, round-robin over the partitions (0: none)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if p.Polls < 1 || p.Polls > 20000 || p.Duration <= 0 || p.PollTimeout < time.Second || p.Ramp < 1 || p.Queues < 1 {
-		return fmt.Errorf("need 1 <= --polls <= 20000, --duration > 0, --poll-timeout >= 1s, --ramp >= 1, --queues >= 1")
+	if p.Polls < 1 || p.Polls > 20000 || p.Duration <= 0 || p.PollTimeout < time.Second || p.Ramp < 1 || p.Queues < 1 ||
+		p.Partitions < 0 || p.PushRate < 0 {
+		return fmt.Errorf("need 1 <= --polls <= 20000, --duration > 0, --poll-timeout >= 1s, --ramp >= 1, --queues >= 1, --partitions >= 0, --push-rate >= 0")
 	}
 	env := newEnv(ctx, c, stdout)
 	tgt, err := newQueenTarget(c.Label, c.URL, p.Polls+4, c.Timeout, c.BrokerPID)
@@ -50,8 +55,12 @@ func cmdIdle(ctx context.Context, args []string) error {
 // (go_goroutines from /metrics/prometheus, if exposed), the PostgreSQL
 // connections of the broker's database (all, and busy ones), and the
 // latency of GET /health, which shows whether the broker still answers.
-// Nothing is pushed, so every poll should end in a 204 at its timeout;
-// one that answers sooner counts as an early answer.
+// With Partitions, the polls are pinned to partitions that exist (each was
+// created by a message, taken and acked before the polls start). Without a
+// PushRate nothing is pushed, so every poll should end in a 204 at its
+// timeout; one that answers sooner counts as an early answer. With one,
+// the messages pushed while the polls are held are delivered to them and
+// acked.
 func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Result, error) {
 	queues := make([]string, p.Queues)
 	for i := range queues {
@@ -69,8 +78,11 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 		}
 	}()
 	cl := tgt.client
+	if err := createPartitions(cl, queues, p.Partitions); err != nil {
+		return nil, err
+	}
 	res := &Result{Scenario: "idle", Target: tgt.Name(), Endpoint: tgt.Endpoint(), StartedAt: time.Now().UTC(),
-		Params: Params{Count: p.Polls, DurationSec: p.Duration.Seconds()}}
+		Params: Params{Count: p.Polls, DurationSec: p.Duration.Seconds(), Partitions: p.Partitions, Rate: p.PushRate}}
 	g0, gOK := cl.Goroutines()
 	probe := StartProbe(ctx, env.pgFor(tgt), tgt.ServerPID())
 	rss0 := probe.RSS()
@@ -79,7 +91,7 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 	defer stop()
 	errs := &Errors{}
 	health := NewLatency(1)
-	var parked, early, answered atomic.Int64
+	var parked, early, answered, pushed, delivered atomic.Int64
 	var rampDone atomic.Bool
 	var mu sync.Mutex
 	parkedMin, parkedMax := int64(-1), int64(0)
@@ -133,15 +145,20 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 		go func() {
 			defer wg.Done()
 			q := queues[i%len(queues)]
+			query := PopQuery{Batch: 1, Partitions: 1, Wait: true}
+			if p.Partitions > 0 {
+				query.Partition = fmt.Sprintf("p%d", i%p.Partitions)
+			}
+			var buf []byte
 			for runCtx.Err() == nil {
 				remaining := time.Until(deadline())
 				if remaining < 500*time.Millisecond {
 					return
 				}
-				timeout := min(p.PollTimeout, remaining)
+				query.Timeout = min(p.PollTimeout, remaining)
 				t0 := time.Now()
 				parked.Add(1)
-				r, err := cl.Pop(q, PopQuery{Batch: 1, Partitions: 1, Wait: true, Timeout: timeout})
+				r, err := cl.Pop(q, query)
 				parked.Add(-1)
 				answered.Add(1)
 				switch {
@@ -150,7 +167,12 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 						errs.Add(err)
 						time.Sleep(100 * time.Millisecond)
 					}
-				case len(r.Messages) > 0 || time.Since(t0) < timeout-500*time.Millisecond:
+				case len(r.Messages) > 0:
+					delivered.Add(int64(len(r.Messages)))
+					if buf, err = cl.AckBatch(buf, "", r.Messages); err != nil {
+						errs.Add(err)
+					}
+				case time.Since(t0) < query.Timeout-500*time.Millisecond:
 					early.Add(1)
 				}
 			}
@@ -166,6 +188,13 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 	}
 	rampDone.Store(true)
 	env.logf("idle %s: %d polls parked after %.1fs; holding for %s", tgt.Name(), p.Polls, time.Since(start).Seconds(), p.Duration)
+	if p.PushRate > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			trickle(runCtx, cl, queues, max(p.Partitions, 1), p.PushRate, deadline, &pushed, errs)
+		}()
+	}
 	wg.Wait()
 	tk.stop()
 
@@ -180,6 +209,10 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 	res.metric("parked_max", float64(parkedMax))
 	res.metric("parked_min", float64(max(parkedMin, 0)))
 	res.metric("early_answers", float64(early.Load()))
+	if p.PushRate > 0 {
+		res.metric("pushed", float64(pushed.Load()))
+		res.metric("delivered", float64(delivered.Load()))
+	}
 	if res.Resources.BrokerPeakRSSBytes != nil && rss0 > 0 {
 		res.metric("rss_kb_per_poll", float64(*res.Resources.BrokerPeakRSSBytes-rss0)/1024/float64(p.Polls))
 	}
@@ -192,6 +225,72 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 		res.metric("pg_busy_max", float64(busyMax))
 	}
 	return res, nil
+}
+
+// createPartitions makes partitions p0..p{n-1} of every queue exist and
+// leaves them empty: one message each, pushed, popped and acked.
+func createPartitions(cl *QueenClient, queues []string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	for _, q := range queues {
+		for lo := 0; lo < n; lo += 100 {
+			items := make([]PushItem, 0, 100)
+			for k := lo; k < min(lo+100, n); k++ {
+				items = append(items, PushItem{Partition: fmt.Sprintf("p%d", k), TransactionID: []byte(fmt.Sprintf("setup-%d", k)),
+					Payload: []byte(`{"setup":true}`)})
+			}
+			if _, err := cl.Push(appendPushBody(nil, q, items)); err != nil {
+				return err
+			}
+		}
+		var buf []byte
+		for k := range n {
+			r, err := cl.Pop(q, PopQuery{Batch: 1, Partition: fmt.Sprintf("p%d", k)})
+			if err != nil {
+				return err
+			}
+			if buf, err = cl.AckBatch(buf, "", r.Messages); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// trickle pushes rate messages per second, one request every 10 ms, round
+// robin over the queues and their partitions p0..p{parts-1}, until the
+// deadline is half a second away (the polls stop then).
+func trickle(ctx context.Context, cl *QueenClient, queues []string, parts int, rate float64, deadline func() time.Time,
+	pushed *atomic.Int64, errs *Errors) {
+	const every = 10 * time.Millisecond
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	start, sent := time.Now(), 0
+	items := make([][]PushItem, len(queues))
+	var body []byte
+	for ctx.Err() == nil && time.Until(deadline()) > 500*time.Millisecond {
+		<-tk.C
+		due := int(rate * time.Since(start).Seconds())
+		for k := sent; k < due; k++ { // message k: queue k mod Q, partition k/Q mod parts
+			q := k % len(queues)
+			items[q] = append(items[q], PushItem{Partition: fmt.Sprintf("p%d", (k/len(queues))%parts),
+				TransactionID: []byte(fmt.Sprintf("trickle-%d", k)), Payload: []byte(`{"trickle":true}`)})
+		}
+		sent = max(sent, due)
+		for q, its := range items {
+			if len(its) == 0 {
+				continue
+			}
+			body = appendPushBody(body[:0], queues[q], its)
+			items[q] = its[:0]
+			if _, err := cl.Push(body); err != nil {
+				errs.Add(err)
+				continue
+			}
+			pushed.Add(int64(len(its)))
+		}
+	}
 }
 
 func optInt(v int, ok bool) string {

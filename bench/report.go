@@ -317,6 +317,7 @@ var tables = []table{
 	{"Parked long polls", scenarioIs("idle"), []column{
 		{"target", func(r *Result) string { return r.Target }},
 		{"polls", fParam(func(p Params) int { return p.Count })},
+		{"pinned parts", fParam(func(p Params) int { return p.Partitions })},
 		{"seconds", func(r *Result) string { return fNum(r.Seconds, 0) }},
 		{"parked max", fMetric("parked_max", 0)},
 		{"parked min", fMetric("parked_min", 0)},
@@ -330,6 +331,8 @@ var tables = []table{
 		{"PG CPU s", func(r *Result) string { return fOpt(r.Resources.PGCPUSeconds, 2) }},
 		{"health p99 ms", fLat("health", p99)},
 		{"early answers", fMetric("early_answers", 0)},
+		{"pushed", fMetric("pushed", 0)},
+		{"delivered", fMetric("delivered", 0)},
 		{"errors", func(r *Result) string { return fInt(r.Errors) }},
 	}},
 	{"Push buffer: buffered push, then replay", scenarioIs("buffer-push"), []column{
