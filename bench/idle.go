@@ -211,6 +211,8 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 	res.metric("early_answers", float64(early.Load()))
 	if p.PushRate > 0 {
 		res.metric("pushed", float64(pushed.Load()))
+	}
+	if p.PushRate > 0 || delivered.Load() > 0 { // without pushes, a message delivered is a finding
 		res.metric("delivered", float64(delivered.Load()))
 	}
 	if res.Resources.BrokerPeakRSSBytes != nil && rss0 > 0 {

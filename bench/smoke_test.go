@@ -187,4 +187,23 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("consume had %d errors: %v", res.Errors, res.ErrorSamples)
 		}
 	})
+
+	t.Run("idle pinned with a trickle", func(t *testing.T) {
+		tgt, err := newQueenTarget(env.C.Label, env.C.URL, 24, env.C.Timeout, env.C.BrokerPID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runIdle(ctx, env, tgt, IdleParams{Polls: 20, Partitions: 10, PushRate: 200,
+			Duration: 2 * time.Second, PollTimeout: time.Second, Ramp: 2000, Queues: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Metrics["parked_max"] <= 0 || res.Metrics["pushed"] <= 0 || res.Metrics["delivered"] <= 0 {
+			t.Errorf("idle: parked max %v, pushed %v, delivered %v", res.Metrics["parked_max"],
+				res.Metrics["pushed"], res.Metrics["delivered"])
+		}
+		if res.Errors > 0 {
+			t.Errorf("idle had %d errors: %v", res.Errors, res.ErrorSamples)
+		}
+	})
 }
