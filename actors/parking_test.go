@@ -56,7 +56,7 @@ func TestParkingLot_OneRecheckPerKey(t *testing.T) {
 			t.Fatal("park refused below the maximum")
 		}
 	}
-	if re, exp := l.due(t0.Add(99*time.Millisecond), nil, nil); len(re)+len(exp) != 0 {
+	if re, exp := l.due(t0.Add(testBackoff.Initial-recheckSlack-time.Millisecond), nil, nil); len(re)+len(exp) != 0 {
 		t.Fatalf("before the first interval: %d re-checks, %d expired", len(re), len(exp))
 	}
 	re, _ := l.due(t0.Add(100*time.Millisecond), nil, nil)
@@ -65,6 +65,30 @@ func TestParkingLot_OneRecheckPerKey(t *testing.T) {
 	}
 	if l.n != 1 {
 		t.Fatalf("%d parked after the re-checks left, want 1", l.n)
+	}
+}
+
+// TestParkingLot_KeysDueTogetherRecheckTogether: when a key's re-check
+// comes, the keys due within recheckSlack after it re-check with it, so
+// that their pops ride one claim round; the later ones keep their time.
+func TestParkingLot_KeysDueTogetherRecheckTogether(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	var ws []*waiter
+	for i, at := range []time.Duration{0, 5 * time.Millisecond, recheckSlack, recheckSlack + time.Millisecond} {
+		w := longPoll("g", fmt.Sprintf("p%d", i), time.Minute)
+		l.park(w, t0.Add(at))
+		ws = append(ws, w)
+	}
+	if got := l.next(); !got.Equal(t0.Add(testBackoff.Initial)) {
+		t.Fatalf("next event %v, want the first key's re-check", got.Sub(t0))
+	}
+	re, _ := l.due(l.next(), nil, nil)
+	if len(re) != 3 || re[0] != ws[0] || re[1] != ws[1] || re[2] != ws[2] {
+		t.Fatalf("re-checks %v, want the three keys due within %v, in order", re, recheckSlack)
+	}
+	if got := l.next(); !got.Equal(t0.Add(testBackoff.Initial + recheckSlack + time.Millisecond)) {
+		t.Fatalf("next event %v, want the fourth key's own re-check", got.Sub(t0))
 	}
 }
 

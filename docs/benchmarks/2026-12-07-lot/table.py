@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-# Prints the idle runs of ab.sh (docs/benchmarks.md, "2026-12-07, afternoon:
-# a parking lot indexed by partition"): broker and PostgreSQL CPU over the
-# run, the pops the claim rounds carried and the rounds (the broker's own
-# figures), the polls parked, messages pushed and delivered, /health's p99.
+# Prints the idle runs of ab.sh, then of slack.sh (in slack/)
+# (docs/benchmarks.md, "2026-12-07, afternoon: a parking lot indexed by
+# partition"): broker and PostgreSQL CPU over the run, the pops the claim
+# rounds carried and the rounds (the broker's own figures), the polls
+# parked, messages pushed and delivered, /health's p99.
 import glob, json, os
 d = os.path.dirname(os.path.abspath(__file__))
-for f in sorted(glob.glob(os.path.join(d, 'idle-*.json'))):
+for f in sorted(glob.glob(os.path.join(d, 'idle-*.json'))) + sorted(glob.glob(os.path.join(d, 'slack', 'idle-*.json'))):
     r = json.load(open(f))['results'][0]
     res, m = r['resources'], r.get('metrics', {})
     met = dict(l.split() for l in open(f[:-5] + '.metrics') if l.strip())
