@@ -59,8 +59,17 @@ func (h *endHeap[K]) take(now time.Time) (keyEnd[K], bool) {
 	return heap.Pop(h).(keyEnd[K]), true
 }
 
+// trim takes the entries that stale reports superseded off the top, so that
+// next is a live end: an actor's timer armed for an entry that would only be
+// skipped is a tick for nothing.
+func (h *endHeap[K]) trim(stale func(keyEnd[K]) bool) {
+	for len(*h) > 0 && stale((*h)[0]) {
+		heap.Pop(h)
+	}
+}
+
 // next is the earliest end; zero when there is none. It may be a
-// superseded one.
+// superseded one (trim).
 func (h endHeap[K]) next() time.Time {
 	if len(h) == 0 {
 		return time.Time{}

@@ -235,7 +235,7 @@ func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, 
 	for e, ok := l.rechecks.take(by); ok; e, ok = l.rechecks.take(by) {
 		k := e.key
 		switch {
-		case l.keys[k.id] != k || !e.at.Equal(k.next): // forgotten, or superseded
+		case l.superseded(e):
 		case k.n == 0:
 			l.forget(k)
 		default:
@@ -394,15 +394,27 @@ func (l *parkingLot) remove(w *waiter) {
 	}
 }
 
-// next is the lot's earliest event: a key's re-check or a deadline (either
-// may be a superseded one, or a pop's no longer parked), a hold's end; zero
-// when there is none.
+// next is the lot's earliest event: a key's re-check, a parked pop's
+// deadline, a hold's end; zero when there is none. The entries of pops no
+// longer parked and of superseded re-checks it meets go: every wake
+// supersedes a re-check, and each such entry cost the actor a tick.
 func (l *parkingLot) next() time.Time {
+	l.deadlines.trim(notParked)
+	l.rechecks.trim(l.superseded)
 	at := earliest(l.deadlines.next(), l.rechecks.next())
 	for _, w := range l.held {
 		at = earliest(at, w.holdUntil)
 	}
 	return at
+}
+
+// notParked reports a deadline entry of a pop no longer parked.
+func notParked(e keyEnd[*waiter]) bool { return e.key.parked.key == nil }
+
+// superseded reports a re-check entry of a forgotten key, or one a later
+// schedule of its key replaced.
+func (l *parkingLot) superseded(e keyEnd[*parkedKey]) bool {
+	return l.keys[e.key.id] != e.key || !e.at.Equal(e.key.next)
 }
 
 // drain takes every parked and held pop out of the lot into out.

@@ -92,6 +92,30 @@ func TestParkingLot_KeysDueTogetherRecheckTogether(t *testing.T) {
 	}
 }
 
+// TestParkingLot_NextIsALiveEvent: the next event is never an entry that
+// would only be skipped (a re-check a wake superseded, the deadline of a pop
+// that left), so the actor's timer does not tick for nothing.
+func TestParkingLot_NextIsALiveEvent(t *testing.T) {
+	t.Parallel()
+	l := newParkingLot(testBackoff, 100)
+	w := longPoll("g", "", time.Minute)
+	l.park(w, t0) // re-check at +100 ms
+	woke := t0.Add(10 * time.Millisecond)
+	l.wake(woke, []freedPartition{{group: "g"}}, nil)
+	if re, _ := l.due(woke, nil, nil); len(re) != 1 || re[0] != w {
+		t.Fatalf("the wake re-checked %v, want the pop", re)
+	}
+	if got, want := l.next(), woke.Add(testBackoff.Initial); !got.Equal(want) {
+		t.Fatalf("next event at %v, want the key's new re-check at %v", got.Sub(t0), want.Sub(t0))
+	}
+	if re, _ := l.due(l.next(), nil, nil); len(re) != 0 || len(l.keys) != 0 {
+		t.Fatalf("re-checks %v, %d keys; want the key, left without pops, forgotten", re, len(l.keys))
+	}
+	if got := l.next(); !got.IsZero() {
+		t.Fatalf("next event at %v with nothing parked, want none (the pop's deadline went with it)", got.Sub(t0))
+	}
+}
+
 // TestParkingLot_DeadlineAnswersEmpty: a parked pop whose deadline passed
 // leaves the lot as expired; the key's other pops stay parked, and a key
 // left empty is forgotten.
