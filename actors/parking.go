@@ -29,7 +29,7 @@ type parkingLot struct {
 	max       int // parked pops at most; park refuses past it
 	keys      map[string]*parkedKey
 	rechecks  endHeap[*parkedKey] // the keys' next re-checks, and superseded ones
-	deadlines endHeap[*waiter]    // the parked pops' deadlines, and some of pops no longer parked
+	deadlines endHeap[*waiter]    // the parked pops' deadlines, and entries of pops no longer parked
 	// byName indexes the keys by partition name ("": the wildcard route's
 	// keys), byPid the single-partition route's keys by partition id
 	// (uuid.Nil: not known yet), for wake.
@@ -112,31 +112,32 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 
 // index adds a new key to byName and byPid.
 func (l *parkingLot) index(k *parkedKey) {
-	add(l.byName, k.partition, k)
+	addKey(l.byName, k.partition, k)
 	l.indexPid(k)
 }
 
 // indexPid adds a key of the single-partition route to byPid.
 func (l *parkingLot) indexPid(k *parkedKey) {
 	if k.partition != "" {
-		add(l.byPid, k.pid, k)
+		addKey(l.byPid, k.pid, k)
 	}
 }
 
 func (l *parkingLot) unindexPid(k *parkedKey) {
 	if k.partition != "" {
-		drop(l.byPid, k.pid, k)
+		dropKey(l.byPid, k.pid, k)
 	}
 }
 
 // forget drops a key; its re-check entries are skipped when they come up.
 func (l *parkingLot) forget(k *parkedKey) {
 	delete(l.keys, k.id)
-	drop(l.byName, k.partition, k)
+	dropKey(l.byName, k.partition, k)
 	l.unindexPid(k)
 }
 
-func add[I comparable](m map[I]keySet, i I, k *parkedKey) {
+// addKey adds k to the set of m under i.
+func addKey[I comparable](m map[I]keySet, i I, k *parkedKey) {
 	s := m[i]
 	if s == nil {
 		s = keySet{}
@@ -145,7 +146,9 @@ func add[I comparable](m map[I]keySet, i I, k *parkedKey) {
 	s[k] = struct{}{}
 }
 
-func drop[I comparable](m map[I]keySet, i I, k *parkedKey) {
+// dropKey takes k out of the set of m under i, and the set out of m when
+// it is left empty.
+func dropKey[I comparable](m map[I]keySet, i I, k *parkedKey) {
 	if s := m[i]; s != nil {
 		delete(s, k)
 		if len(s) == 0 {
