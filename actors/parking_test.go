@@ -275,8 +275,9 @@ func TestParkingLot_AWakeFindsTheKeysConcernsNames(t *testing.T) {
 }
 
 // TestParkingLot_AKeyOutlivesItsPopsClaim: the pop a re-check took out comes
-// back empty and parks under the same key, whose backoff goes on; a key whose
-// re-check finds no pop is forgotten, and the next pop starts over.
+// back empty and parks under the same key, whose backoff goes on, though the
+// lot looked in between (another key's tick); a key whose re-check finds no
+// pop is forgotten, and the next pop starts over.
 func TestParkingLot_AKeyOutlivesItsPopsClaim(t *testing.T) {
 	t.Parallel()
 	l := newParkingLot(testBackoff, 100)
@@ -291,14 +292,15 @@ func TestParkingLot_AKeyOutlivesItsPopsClaim(t *testing.T) {
 			t.Fatalf("at %v: re-checks %v, want the one pop", now.Sub(t0), re)
 		}
 		at = append(at, now.Sub(t0))
-		now = now.Add(time.Millisecond) // its claim found nothing
-		l.park(w, now)
-	}
-	want := []time.Duration{100, 200, 300, 500, 900}
-	for i := range want {
-		if at[i] != want[i]*time.Millisecond {
-			t.Fatalf("re-checks at %v, want %v ms", at, want)
+		now = now.Add(time.Millisecond)
+		if re, exp := l.due(now, nil, nil); len(re)+len(exp) != 0 { // another key's tick meanwhile
+			t.Fatalf("a look while the pop claims took %v, %v", re, exp)
 		}
+		l.park(w, now) // its claim found nothing
+	}
+	ms := time.Millisecond
+	if want := []time.Duration{100 * ms, 200 * ms, 300 * ms, 500 * ms, 900 * ms}; !slices.Equal(at, want) {
+		t.Fatalf("re-checks at %v, want %v", at, want)
 	}
 	re, _ := l.due(l.next(), nil, nil) // its claim finds a message now
 	if len(re) != 1 || len(l.keys) != 1 {
