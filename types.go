@@ -151,7 +151,7 @@ type PopResult struct {
 	PartitionsClaimed int
 }
 
-// ClaimParams is one pop's claim (see queen.claim in sql/migrations): the store-level form of a PopRequest.
+// ClaimParams is one pop's claim (see claim_take in sql/functions/claim.sql): the store-level form of a PopRequest.
 type ClaimParams struct {
 	QueueIDs     []uuid.UUID // in scope, highest priority first
 	Partition    uuid.UUID   // uuid.Nil: any partition of the queues
@@ -165,6 +165,11 @@ type ClaimParams struct {
 	SubFrom      *time.Time
 	SubFromNow   bool
 	Candidates   []uuid.UUID // nil: search every partition in scope
+	// SubscribeOnly makes the claim search no partition: it only records
+	// its group's subscription intent (D6), as the first pop of a group
+	// does, for a pop of the single-partition route whose partition does
+	// not exist yet.
+	SubscribeOnly bool
 	// Min, when positive, makes the claim take nothing unless at least Min
 	// messages are available (ClaimResult.Taken then reports how many).
 	Min int

@@ -219,7 +219,7 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 				// Nothing to deliver, but a group's first pop records the
 				// subscription intent it carries (D6): it claims, searching
 				// no partition.
-				p.Candidates = []uuid.UUID{}
+				p.SubscribeOnly = true
 			}
 		}
 		if len(p.QueueIDs) > 0 {

@@ -171,7 +171,8 @@ func roundOf(queue uuid.UUID, reqs ...*queengo.PopRequest) *claimRound {
 // TestClaimRound_OneClaimCallForTheWholeRound: a round hands the store every
 // claim that has somewhere to look in one Claim call and gives each pop its
 // own result; a single-partition pop whose partition does not exist yet
-// finds nothing without a claim, and one whose lookup failed gets that
+// finds nothing without a claim (with a subscription intent, a claim that
+// only records it: SubscribeOnly), and one whose lookup failed gets that
 // error, alone.
 func TestClaimRound_OneClaimCallForTheWholeRound(t *testing.T) {
 	t.Parallel()
@@ -216,6 +217,18 @@ func TestClaimRound_OneClaimCallForTheWholeRound(t *testing.T) {
 	}
 	if pid := r.parts["p1"]; pid != uuid.NewSHA1(uuid.NameSpaceOID, []byte("p1")) || r.params[2].Partition != pid {
 		t.Fatalf("looked-up partition %v, claim's %v", pid, r.params[2].Partition)
+	}
+
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	r = roundOf(q, &queengo.PopRequest{Group: "g", Batch: 1, Partition: "missing", SubMode: queengo.SubscriptionAll})
+	r.run(context.Background(), f)
+	if c := f.rounds[len(f.rounds)-1]; len(c) != 1 || !c[0].SubscribeOnly || c[0].Partition != uuid.Nil {
+		t.Fatalf("claim of a missing partition's pop with an intent: %+v, want one that only subscribes", c)
+	}
+	if got := r.outcome(0); got != outcomeEmpty {
+		t.Fatalf("its outcome %d, want empty", got)
 	}
 }
 

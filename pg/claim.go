@@ -299,12 +299,20 @@ func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queeng
 			if len(calls) == 0 {
 				break
 			}
+			var before passState
+			if pass > 0 {
+				before = r.save(out)
+			}
 			if err := r.take(ctx, c, calls, out); err != nil {
 				if pass == 0 {
 					return err
 				}
 				// What the earlier passes took is committed and in out;
-				// the pops still short of their batch get less.
+				// what this one read is not (rolled back, or unknown when
+				// the connection or the deadline went: its leases then
+				// expire), so it is not delivered; the pops still short of
+				// their batch get less.
+				r.restore(before, out)
 				s.log.Warn("claim pass failed", "pass", pass+1, "err", err)
 				break
 			}
@@ -417,6 +425,14 @@ func newScopeRound(claims []queengo.ClaimParams, sc []int) *scopeRound {
 			r.groups = append(r.groups, roundGroup{cands: map[uuid.UUID]bool{}, direct: true, pinned: true, readyTo: -1})
 		}
 		g := &r.groups[k]
+		if p.SubscribeOnly {
+			// Its intent is recorded above; it takes no part in the takes.
+			if g.readyTo < 0 {
+				g.readyTo = len(r.pops)
+			}
+			r.pops = append(r.pops, roundPop{claim: i, group: k, done: true})
+			continue
+		}
 		switch {
 		case p.Partition != uuid.Nil:
 			g.cands[p.Partition] = true
@@ -502,7 +518,7 @@ func (r *scopeRound) pinnedEntries() {
 	for _, p := range r.pops {
 		g := &r.groups[p.group]
 		pid := r.claims[p.claim].Partition
-		if g.pinned && !slices.ContainsFunc(g.entries, func(e roundEntry) bool { return e.pid == pid }) {
+		if g.pinned && pid != uuid.Nil && !slices.ContainsFunc(g.entries, func(e roundEntry) bool { return e.pid == pid }) {
 			g.entries = append(g.entries, roundEntry{pid: pid})
 		}
 	}
@@ -969,6 +985,40 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 		r.pops[call.pops[call.slots[i]-1]].done = false
 	}
 	return nil
+}
+
+// passState is what a claim pass changes of a round: its pops' counters,
+// their results and the groups' entries, as they were before the pass.
+type passState struct {
+	pops    []roundPop
+	out     []queengo.ClaimResult // per pop
+	entries [][]roundEntry        // per group
+	missing [][]uuid.UUID         // per group
+}
+
+// save returns the round's state before a pass; restore puts it back when
+// the pass failed. Results are copied as values: a pass only appends to
+// their spans and messages, so the saved lengths are what came before it.
+func (r *scopeRound) save(out []queengo.ClaimResult) passState {
+	st := passState{pops: slices.Clone(r.pops), out: make([]queengo.ClaimResult, len(r.pops)),
+		entries: make([][]roundEntry, len(r.groups)), missing: make([][]uuid.UUID, len(r.groups))}
+	for i, p := range r.pops {
+		st.out[i] = out[p.claim]
+	}
+	for k, g := range r.groups {
+		st.entries[k], st.missing[k] = slices.Clone(g.entries), slices.Clone(g.missing)
+	}
+	return st
+}
+
+func (r *scopeRound) restore(st passState, out []queengo.ClaimResult) {
+	copy(r.pops, st.pops)
+	for i, p := range r.pops {
+		out[p.claim] = st.out[i]
+	}
+	for k := range r.groups {
+		r.groups[k].entries, r.groups[k].missing = st.entries[k], st.missing[k]
+	}
 }
 
 // finish reports, per claim, how many messages it took (or, held by its

@@ -243,6 +243,45 @@ func TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound(t *testing.T)
 	}
 }
 
+// TestClaimRound_ASubscribeOnlyClaimTakesNoPartition: the claim of a
+// single-partition pop whose partition does not exist yet records its
+// group's intent and takes nothing, whatever the other pops of its group in
+// the round take: neither a partition a wildcard pop could take nor the
+// partition another single-partition pop names, which that pop gets.
+func TestClaimRound_ASubscribeOnlyClaimTakesNoPartition(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	q, ids := claimQueue(t, s, 2, 2)
+	only := func(group, mode string) queengo.ClaimParams {
+		return pops(q, 1, queengo.ClaimParams{Group: group, Batch: 1, MaxParts: 1, SubMode: mode, SubscribeOnly: true})[0]
+	}
+	wildcard := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})[0]
+	res := claimOK(t, s, []queengo.ClaimParams{only("g", queengo.SubscriptionAll), wildcard})
+	if got := delivered(res[0]); len(got) != 0 {
+		t.Fatalf("beside a wildcard pop, the subscribe-only claim got %v", got)
+	}
+	if got := delivered(res[1]); len(got) != 1 {
+		t.Fatalf("the wildcard pop got %v, want one message", got)
+	}
+	pinned := pops(q, 1, queengo.ClaimParams{Group: "h", Batch: 1, MaxParts: 1, Partition: ids[1]})[0]
+	res = claimOK(t, s, []queengo.ClaimParams{only("h", queengo.SubscriptionNew), pinned})
+	if got := delivered(res[0]); len(got) != 0 {
+		t.Fatalf("beside a pop of p1, the subscribe-only claim got %v", got)
+	}
+	// h's record says new: its first contact with p1 (in this round) is
+	// seeded at p1's head, so the pop of p1 finds nothing of the backlog.
+	if got := delivered(res[1]); len(got) != 0 {
+		t.Fatalf("the pop of p1 got %v past group h's record (subscriptionMode=new)", got)
+	}
+	if _, err := s.Append(context.Background(), []queengo.Segment{segOf(ids[1], "p1-new")}); err != nil {
+		t.Fatal(err)
+	}
+	res = claimOK(t, s, []queengo.ClaimParams{only("h", ""), pinned})
+	if got := delivered(res[1]); !slices.Equal(got, []string{"p1-new"}) {
+		t.Fatalf("the pop of p1 got %v, want p1-new", got)
+	}
+}
+
 // TestClaimRound_FirstContactDoesNotWaitForAnIdlePop: a partition the group
 // never contacted gets its cursor in the round that meets it, even when the
 // round's pops are served by other partitions, and is reported ready, so the
@@ -282,6 +321,49 @@ func TestClaimRound_FirstContactDoesNotWaitForAnIdlePop(t *testing.T) {
 		AutoAck: true, Candidates: res[0].Ready}})
 	if len(next[0].Messages) != 1 || next[0].Messages[0].TransactionID != "new-0" {
 		t.Fatalf("claim of the ready partition: %+v", next[0].Messages)
+	}
+}
+
+// TestClaimRound_AFailedLaterPassDeliversNothingOfIt: a round's second
+// claim_take pass (here the one after a new group's first contact) that
+// fails at its commit delivers nothing of what it read, lease or autoAck:
+// its transaction rolled back, so those messages go to the next pop, once.
+// A deferred trigger on the group's cursors stands in for any failure of
+// the pass's commit; it lives in a database of its own.
+func TestClaimRound_AFailedLaterPassDeliversNothingOfIt(t *testing.T) {
+	t.Parallel()
+	for _, auto := range []bool{false, true} {
+		t.Run(fmt.Sprintf("autoAck=%v", auto), func(t *testing.T) {
+			t.Parallel()
+			s, db := openFresh(t, "claimpass", pg.Config{})
+			if _, err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			q, _ := claimQueue(t, s, 3)
+			if err := db.Exec(`CREATE FUNCTION queen.fail_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN
+					IF NEW.consumer_group = 'g' AND (NEW.committed <> OLD.committed OR NEW.lease_id IS NOT NULL) THEN
+						RAISE EXCEPTION 'the pass fails at commit';
+					END IF;
+					RETURN NEW;
+				END $$`); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Exec(`CREATE CONSTRAINT TRIGGER fail_claim AFTER UPDATE ON queen.cursors
+				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION queen.fail_claim()`); err != nil {
+				t.Fatal(err)
+			}
+			pop := queengo.ClaimParams{Group: "g", Batch: 3, MaxParts: 1, AutoAck: auto}
+			if got := delivered(claimOK(t, s, pops(q, 1, pop))[0]); len(got) != 0 {
+				t.Fatalf("the failed pass delivered %v", got)
+			}
+			if err := db.Exec(`DROP TRIGGER fail_claim ON queen.cursors`); err != nil {
+				t.Fatal(err)
+			}
+			if got := delivered(claimOK(t, s, pops(q, 1, pop))[0]); !slices.Equal(got, []string{"p0-0", "p0-1", "p0-2"}) {
+				t.Fatalf("the next pop got %v, want the messages the failed pass read", got)
+			}
+		})
 	}
 }
 
