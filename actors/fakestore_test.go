@@ -31,6 +31,7 @@ type fakeStore struct {
 	lookup func(ctx context.Context, name string) (uuid.UUID, error)
 
 	mu       sync.Mutex
+	ensured  map[string]int          // EnsurePartition calls per partition name
 	rounds   [][]queengo.ClaimParams // every Claim and AckClaim call's claims, in order
 	stored   map[string]uuid.UUID    // transaction id -> message id
 	ackCalls []ackedCall             // every Ack and AckClaim call, in order
@@ -49,7 +50,7 @@ type ackedCall struct {
 func newFakeStore() *fakeStore {
 	return &fakeStore{
 		queue:  queengo.Queue{ID: uuid.New(), Name: "q", Namespace: "ns", Options: queengo.QueueOptions{LeaseTime: 60}},
-		stored: map[string]uuid.UUID{},
+		stored: map[string]uuid.UUID{}, ensured: map[string]int{},
 	}
 }
 
@@ -69,7 +70,17 @@ func (f *fakeStore) QueuesInScope(context.Context, string, string) ([]queengo.Qu
 }
 
 func (f *fakeStore) EnsurePartition(_ context.Context, _ uuid.UUID, name string) (uuid.UUID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ensured[name]++
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)), nil
+}
+
+// ensuredOf is how many times partition name was looked up for a write.
+func (f *fakeStore) ensuredOf(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ensured[name]
 }
 
 func (f *fakeStore) LookupPartition(ctx context.Context, _ uuid.UUID, name string) (uuid.UUID, error) {

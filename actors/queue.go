@@ -68,6 +68,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 			w = &partitionWriter{name: m.partition}
 			a.writers[m.partition] = w
 		}
+		w.used = true
 		w.pending = append(w.pending, m)
 		a.kick(ctx, w)
 		a.commit(ctx)
@@ -529,6 +530,7 @@ func (a *queueActor) checkIdle(ctx actor.Context) {
 	if a.retired {
 		return
 	}
+	a.pruneWriters()
 	if a.idle() && a.h.received == a.h.seen && a.h.retire() {
 		a.retired = true
 		a.pops.stop()
@@ -537,6 +539,19 @@ func (a *queueActor) checkIdle(ctx actor.Context) {
 	}
 	a.h.seen = a.h.received
 	a.d.signals.idle()
+}
+
+// pruneWriters forgets the writers of the partitions no push came to since
+// the previous idle check: a busy queue is never passivated, and one that
+// writes to ever new partitions (one per customer or session) would keep a
+// writer for each. The next push to a forgotten partition looks it up again.
+func (a *queueActor) pruneWriters() {
+	for name, w := range a.writers {
+		if !w.used && w.idle() {
+			delete(a.writers, name)
+		}
+		w.used = false
+	}
 }
 
 func (a *queueActor) idle() bool {

@@ -157,6 +157,35 @@ func TestPassivation_IdleActorStopsAndIsRespawnedOnDemand(t *testing.T) {
 	}
 }
 
+// TestPassivation_WritersOfQuietPartitionsAreForgotten: a queue actor that
+// stays busy forgets the writers of the partitions no push came to through
+// a whole idle interval (the next push to one looks its partition up again)
+// and keeps the others.
+func TestPassivation_WritersOfQuietPartitionsAreForgotten(t *testing.T) {
+	t.Parallel()
+	s := setupSupervision(t, newFakeStore())
+	push := func(partition string) {
+		t.Helper()
+		it := pushItem(uuid.NewString())
+		it.Partition = partition
+		if res, err := s.b.Push(context.Background(), []queengo.PushItem{it}); err != nil || res[0].Status != queengo.PushQueued {
+			t.Fatalf("push to %s: %+v %v", partition, res, err)
+		}
+	}
+	push("quiet")
+	push("busy")
+	s.checkIdle()
+	waitFor(t, &s.signals.idleChecked, "the first idle check", 5*time.Second)
+	push("busy")
+	s.checkIdle()
+	waitFor(t, &s.signals.idleChecked, "the second idle check", 5*time.Second)
+	push("quiet")
+	push("busy")
+	if q, b := s.f.ensuredOf("quiet"), s.f.ensuredOf("busy"); q != 2 || b != 1 {
+		t.Fatalf("partition lookups: quiet %d, busy %d; want 2 (its writer was forgotten) and 1", q, b)
+	}
+}
+
 // TestPassivation_ActorWithAParkedPopStays: an actor holding a parked long
 // poll is not passivated however long it stays quiet.
 func TestPassivation_ActorWithAParkedPopStays(t *testing.T) {

@@ -24,12 +24,17 @@ type partitionWriter struct {
 	ensuring bool          // a lookup of the partition is running
 	pending  []*appendReq  // the pushes for the next segment
 
-	// The segment cut for commit; reqs is nil when there is none.
+	// The segment cut for commit; reqs, frames and owner are nil when there
+	// is none (the frames' payloads point into the pushers' request bodies).
 	reqs    []*appendReq
 	segPID  uuid.UUID // the partition it goes to: pid when it was cut
 	frames  []queengo.Frame
 	owner   []int // per item: index into frames, or -1-j for a duplicate of frames[j]
 	retried bool  // the segment is on its second try after ErrNotFound
+
+	// used: a push came since the queue actor's previous idle check
+	// (queueActor.pruneWriters).
+	used bool
 }
 
 // needsPartition reports whether pushes wait for the partition's id, which
@@ -97,8 +102,8 @@ func (w *partitionWriter) segment() queengo.Segment {
 // written after the partition and the queue's settings are looked up again.
 // It returns the error the pushers were failed with, if any.
 func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
-	reqs := w.reqs
-	w.reqs = nil
+	reqs, frames, owner := w.reqs, w.frames, w.owner
+	w.reqs, w.frames, w.owner = nil, nil, nil
 	if (errors.Is(err, queengo.ErrNotFound) || errors.Is(err, queengo.ErrQueueChanged)) && !w.retried {
 		w.retried, w.pid = true, uuid.Nil
 		w.pending = append(reqs, w.pending...)
@@ -117,7 +122,7 @@ func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
 			f := &r.frames[i]
 			res := &out.results[i]
 			res.TransactionID, res.PartitionID, res.TraceID = f.TransactionID, w.segPID, f.TraceID
-			o := w.owner[k]
+			o := owner[k]
 			k++
 			switch {
 			case o >= 0 && dups[o] == queengo.QueueFullMark, o < 0 && dups[-1-o] == queengo.QueueFullMark:
@@ -126,7 +131,7 @@ func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
 				res.Status, res.Err = queengo.PushFailed, queengo.ErrQueueFull
 			case o < 0:
 				j := -1 - o
-				res.Status, res.MessageID = queengo.PushDuplicate, w.frames[j].ID
+				res.Status, res.MessageID = queengo.PushDuplicate, frames[j].ID
 				if dups[j] != uuid.Nil {
 					res.MessageID = dups[j]
 				}
@@ -163,7 +168,7 @@ func failPushes(reqs []*appendReq, err error) {
 func (w *partitionWriter) failAll(err error) {
 	failPushes(w.reqs, err)
 	failPushes(w.pending, err)
-	w.reqs, w.pending = nil, nil
+	w.reqs, w.frames, w.owner, w.pending = nil, nil, nil, nil
 }
 
 // idle reports whether the writer holds no push.

@@ -58,6 +58,37 @@ func TestPartitionWriter_FirstOccurrenceWinsInASegment(t *testing.T) {
 	}
 }
 
+// TestPartitionWriter_AnAnsweredSegmentKeepsNoPayload: once its pushers are
+// answered, whether the commit landed or failed, the writer holds nothing of
+// the segment: the frames' payloads point into the request bodies.
+func TestPartitionWriter_AnAnsweredSegmentKeepsNoPayload(t *testing.T) {
+	t.Parallel()
+	w := &partitionWriter{name: "p", pid: uuid.New()}
+	for _, err := range []error{nil, errors.New("commit failed")} {
+		w.pid = uuid.New()
+		r, ch := push("x", "y")
+		w.pending = append(w.pending, r)
+		if !w.cut() {
+			t.Fatal("no segment cut")
+		}
+		if got := w.finish(make([]uuid.UUID, 2), err); !errors.Is(got, err) {
+			t.Fatalf("finish: %v, want %v", got, err)
+		}
+		<-ch
+		if w.frames != nil || w.owner != nil || w.reqs != nil {
+			t.Fatalf("after a commit (err %v) the writer still holds %d frames", err, len(w.frames))
+		}
+	}
+	r, _ := push("z")
+	w.pid = uuid.New()
+	w.pending = append(w.pending, r)
+	w.cut()
+	w.failAll(queengo.ErrActorFailed)
+	if w.frames != nil || w.owner != nil {
+		t.Fatal("a failed actor's writer still holds its segment")
+	}
+}
+
 // TestPartitionWriter_VanishedPartitionIsRetriedOnce: a segment whose
 // partition vanished (its queue was deleted) goes back to pending once, for
 // the recreated partition; a second failure answers the pushers.
