@@ -2,6 +2,7 @@ package actors
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -62,6 +63,10 @@ type deps struct {
 	// lost keeps the leases of claims whose answer was lost, for the
 	// Broker to end (lostLeases).
 	lost *lostLeases
+	// popMaintenance is the Broker's pop maintenance switch (D11): while it
+	// is on no pop claims (popScheduler.take). nil in unit tests that build
+	// deps by hand.
+	popMaintenance *atomic.Bool
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
 }

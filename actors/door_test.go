@@ -113,6 +113,45 @@ func TestSetPopMaintenance_AppliesHereAtOnce(t *testing.T) {
 	}
 }
 
+// TestPopMaintenance_AParkedLongPollClaimsNothing (D11): a long poll that
+// parked before pop maintenance was switched on claims nothing while it is
+// on, even when a push wakes it: it waits out its timeout and answers empty.
+func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
+	t.Parallel()
+	b, m := newMaintenanceBroker(t)
+	var avail atomic.Bool
+	claimed := make(chan struct{}, 8)
+	m.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		claimed <- struct{}{}
+		if avail.Load() {
+			return deliverOwn(claims), nil
+		}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	const timeout = 500 * time.Millisecond
+	reply := make(chan popReply, 1)
+	go func() {
+		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
+		reply <- popReply{res: res, err: err}
+	}()
+	<-claimed // its first look found nothing: it parks
+	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	avail.Store(true)
+	rounds := len(m.roundSizes())
+	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("woke")}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-reply
+	if r.err != nil || len(r.res.Messages) != 0 {
+		t.Fatalf("the parked pop answered %d messages, %v; want an empty answer", len(r.res.Messages), r.err)
+	}
+	if n := len(m.roundSizes()) - rounds; n != 0 {
+		t.Fatalf("%d claims under pop maintenance", n)
+	}
+}
+
 // TestPopMaintenance_ReadChangesNothing: reading the switch (GET
 // /api/v1/system/maintenance/pop) reports the stored state and leaves this
 // broker's pops as they were until its own refresh.

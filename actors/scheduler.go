@@ -58,8 +58,22 @@ func (s *popScheduler) canStart() bool { return len(s.rounds) < s.d.claimsInFlig
 // first (a round hands partitions out in its pops' order, so a parked pop a
 // wake released keeps its turn over pops that came after it): nil when
 // none is pending or the actor runs as many rounds as it may.
+//
+// While pop maintenance is on (D11) it returns nil and no pop claims: the
+// pending ones park until their deadline, or answer empty.
 func (s *popScheduler) take() []*waiter {
 	if len(s.pending) == 0 || !s.canStart() {
+		return nil
+	}
+	if s.d.popMaintenance != nil && s.d.popMaintenance.Load() {
+		now := s.d.clock.Now()
+		for _, w := range s.pending {
+			if !w.cancelled {
+				s.empty(w, now)
+			}
+		}
+		clear(s.pending)
+		s.pending = s.pending[:0]
 		return nil
 	}
 	slices.SortStableFunc(s.pending, func(a, b *waiter) int { return a.arrived.Compare(b.arrived) })
