@@ -1,6 +1,7 @@
 package poptest
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -117,5 +118,31 @@ func TestD11_PopMaintenance(t *testing.T) {
 	}
 	if maintenance(t, b, nil) {
 		t.Fatal("GET on the second broker still says on")
+	}
+}
+
+// TestD11_PopMaintenanceHoldsLongPollsAlreadyParked: a long poll parked
+// before pop maintenance is switched on delivers nothing while it is on,
+// though a push wakes it: it answers a bare 204 at its timeout, and the
+// message waits for the first pop after maintenance. (Its own database:
+// the switch is process-wide.)
+func TestD11_PopMaintenanceHoldsLongPollsAlreadyParked(t *testing.T) {
+	t.Parallel()
+	db := apitest.CreateDB(t, "popmaintpark")
+	s := apitest.StartWith(t, apitest.StartOpts{DatabaseURL: db.URL, Env: []string{"METRICS_SAMPLE_INTERVAL_MS=100"}})
+	q := apitest.Unique(t, "maintpark")
+	s.Configure(t, q, nil)
+	ch := async(context.Background(), s, apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "2000"))
+	s.WaitParked(t, q, 1)
+	on, off := true, false
+	maintenance(t, s, &on)
+	pushed := s.PushN(t, q, "p", 1).TxIDs()
+	o := await(t, ch, 10*time.Second)
+	if err := o.r.Bare204(); err != nil {
+		t.Fatalf("the parked pop under maintenance: %v", err)
+	}
+	maintenance(t, s, &off)
+	if p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g")); len(p.Messages) != 1 || p.TxIDs()[0] != pushed[0] {
+		t.Fatalf("after maintenance: %v, want %v", p.TxIDs(), pushed)
 	}
 }
