@@ -66,8 +66,9 @@ func (s *Store) MoveToDLQ(ctx context.Context, partition uuid.UUID, txid, reason
 }
 
 // RetryMessage gives a failed or dead-lettered message another chance, in
-// one transaction: its dead letters (every group's) are removed and their
-// frame is pushed again to its partition as one new message (new message
+// one transaction: its dead letters (every group's) are taken off the
+// dead-letter queue (queen.remove_dead_letters: the offset stays resolved
+// for each of those groups) and their frame is pushed again to its partition as one new message (new message
 // and transaction ids, sealed as RequeueDeadLetter seals); and every group
 // for which it is unresolved with a failed attempt gets its failure count
 // removed (a fresh retry budget) and, without a live lease, its retry delay
@@ -87,8 +88,8 @@ func (s *Store) RetryMessage(ctx context.Context, partition uuid.UUID, txid stri
  WHERE x.partition_id = $1 AND x.transaction_id = $2`, partition, txid).Scan(&off, &r.Queue, &seal, &deleted); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `DELETE FROM queen.dead_letters d WHERE d.partition_id = $1 AND d."offset" = $2
-RETURNING d.consumer_group, d.frame`, partition, off)
+		rows, err := tx.Query(ctx, `SELECT r.consumer_group, r.frame FROM queen.remove_dead_letters(ARRAY(
+    SELECT d.id FROM queen.dead_letters d WHERE d.partition_id = $1 AND d."offset" = $2 AND d.listed)) r`, partition, off)
 		if err != nil {
 			return err
 		}

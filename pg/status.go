@@ -93,7 +93,7 @@ func (s *Store) DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, t
 	var d queengo.DeadLetterSummary
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		const sel = `FROM queen.dead_letters d JOIN queen.partitions p ON p.id = d.partition_id
-  JOIN queen.queues q ON q.id = p.queue_id WHERE ` + queueFilter
+  JOIN queen.queues q ON q.id = p.queue_id WHERE d.listed AND ` + queueFilter
 		if err := c.QueryRow(ctx, `SELECT count(*), count(DISTINCT d.partition_id) `+sel,
 			f.Queue, f.Namespace, f.Task).Scan(&d.Total, &d.AffectedPartitions); err != nil {
 			return err

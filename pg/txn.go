@@ -126,7 +126,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
   FROM queen.dead_letters d
   JOIN queen.partitions p ON p.id = d.partition_id
   JOIN queen.queues q ON q.id = p.queue_id
- WHERE ($1 = '' OR q.name = $1) AND ($2 = '' OR d.consumer_group = $2) AND ($3 = '' OR p.name = $3)
+ WHERE d.listed AND ($1 = '' OR q.name = $1) AND ($2 = '' OR d.consumer_group = $2) AND ($3 = '' OR p.name = $3)
    AND ($4::timestamptz IS NULL OR d.failed_at >= $4) AND ($5::timestamptz IS NULL OR d.failed_at <= $5)
  ORDER BY d.failed_at DESC, d.id
  LIMIT $6 OFFSET $7`, f.Queue, f.Group, f.Partition, from, to, f.Limit, f.Offset)
@@ -153,7 +153,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 			// The page is past the end: count without it.
 			return c.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters d
   JOIN queen.partitions p ON p.id = d.partition_id JOIN queen.queues q ON q.id = p.queue_id
- WHERE ($1 = '' OR q.name = $1) AND ($2 = '' OR d.consumer_group = $2) AND ($3 = '' OR p.name = $3)
+ WHERE d.listed AND ($1 = '' OR q.name = $1) AND ($2 = '' OR d.consumer_group = $2) AND ($3 = '' OR p.name = $3)
    AND ($4::timestamptz IS NULL OR d.failed_at >= $4) AND ($5::timestamptz IS NULL OR d.failed_at <= $5)`,
 				f.Queue, f.Group, f.Partition, from, to).Scan(&total)
 		}
@@ -166,8 +166,9 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 }
 
 // RequeueDeadLetter pushes the dead letter's payload again to its partition
-// as a new message (new message id and transaction id) and removes the entry,
-// in one transaction. It returns the new message and where it went, or an
+// as a new message (new message id and transaction id) and removes the entry
+// (queen.remove_dead_letters: the original offset stays resolved for its
+// group), in one transaction. It returns the new message and where it went, or an
 // error wrapping queengo.ErrNotFound when there is no such dead letter. The
 // new message is sealed when its queue has encryptionEnabled or the dead
 // letter was sealed.
@@ -177,9 +178,9 @@ func (s *Store) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.De
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var frame []byte
 		var seal bool
-		if err := tx.QueryRow(ctx, `DELETE FROM queen.dead_letters d USING queen.partitions p, queen.queues q
- WHERE d.id = $1 AND p.id = d.partition_id AND q.id = p.queue_id
-RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group, q.encryption_enabled`, id).Scan(&frame, &d.PartitionID,
+		if err := tx.QueryRow(ctx, `SELECT d.frame, d.partition_id, p.name, q.name, d.consumer_group, q.encryption_enabled
+  FROM queen.remove_dead_letters(ARRAY[$1::uuid]) d
+  JOIN queen.partitions p ON p.id = d.partition_id JOIN queen.queues q ON q.id = p.queue_id`, id).Scan(&frame, &d.PartitionID,
 			&d.Partition, &d.Queue, &d.Group, &seal); err != nil {
 			return err
 		}
@@ -200,12 +201,13 @@ RETURNING d.frame, d.partition_id, p.name, q.name, d.consumer_group, q.encryptio
 	return d, nf, nil
 }
 
-// DeleteDeadLetter removes a dead letter, or fails with an error wrapping
+// DeleteDeadLetter removes a dead letter (queen.remove_dead_letters: its
+// offset stays resolved for its group), or fails with an error wrapping
 // queengo.ErrNotFound when there is none.
 func (s *Store) DeleteDeadLetter(ctx context.Context, id uuid.UUID) error {
 	var n int64
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		tag, err := c.Exec(ctx, `DELETE FROM queen.dead_letters WHERE id = $1`, id)
+		tag, err := c.Exec(ctx, `SELECT FROM queen.remove_dead_letters(ARRAY[$1::uuid])`, id)
 		n = tag.RowsAffected()
 		return err
 	})

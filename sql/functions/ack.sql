@@ -10,7 +10,7 @@ $$;
 
 -- dead_letter copies the frame at p_offset into the dead letters of the group.
 -- A dead letter of the offset that no longer resolves it (its group was
--- deleted or sought back since: migration 009) becomes this one.
+-- deleted or sought back since: migration 009) becomes this one, listed.
 CREATE OR REPLACE FUNCTION queen.dead_letter(p_partition uuid, p_group text, p_offset bigint, p_error text, p_retries integer)
 RETURNS void
 LANGUAGE sql AS $$
@@ -21,9 +21,38 @@ LANGUAGE sql AS $$
       FROM queen.segments s
      WHERE s.partition_id = p_partition AND s.first_offset <= p_offset AND s.last_offset >= p_offset
     ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE
-       SET resolves = true, error_message = excluded.error_message, retry_count = excluded.retry_count,
-           failed_at = now()
+       SET resolves = true, listed = true, frame = excluded.frame, error_message = excluded.error_message,
+           retry_count = excluded.retry_count, failed_at = now()
      WHERE NOT queen.dead_letters.resolves
+$$;
+
+-- remove_dead_letters takes the listed dead letters p_ids off the dead-letter
+-- queue (DLQ delete and requeue, message retry) and returns them, frames
+-- included. One whose offset its group has not committed past and that
+-- still resolves it is hidden (listed false, frame dropped), not deleted:
+-- it may be the only record that the offset is resolved (D5: a lease that
+-- ended on a failure keeps only its resolved prefix), and the group must
+-- not meet the message again (migration 010). The others are deleted.
+-- Locks the dead letters, in id order; reads the cursors without locking.
+CREATE OR REPLACE FUNCTION queen.remove_dead_letters(p_ids uuid[])
+RETURNS TABLE (id uuid, partition_id uuid, consumer_group text, "offset" bigint, frame bytea)
+LANGUAGE sql AS $$
+    WITH gone AS MATERIALIZED (
+        SELECT d.id, d.partition_id, d.consumer_group, d."offset", d.frame,
+               d.resolves AND EXISTS (SELECT 1 FROM queen.cursors c
+                                       WHERE c.partition_id = d.partition_id AND c.consumer_group = d.consumer_group
+                                         AND c.committed < d."offset") AS keep
+          FROM queen.dead_letters d
+         WHERE d.id = ANY (p_ids) AND d.listed
+         ORDER BY d.id
+           FOR UPDATE OF d
+    ), hidden AS (
+        UPDATE queen.dead_letters d SET listed = false, frame = ''::bytea
+          FROM gone g WHERE d.id = g.id AND g.keep
+    ), deleted AS (
+        DELETE FROM queen.dead_letters d USING gone g WHERE d.id = g.id AND NOT g.keep
+    )
+    SELECT g.id, g.partition_id, g.consumer_group, g."offset", g.frame FROM gone g
 $$;
 
 -- ack applies acknowledgements: item i acks transaction p_txids[i] of

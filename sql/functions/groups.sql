@@ -143,18 +143,23 @@ $$;
 -- partitions p_parts past offset p_after stop resolving their offsets
 -- (migration 009): the group's cursor there is deleted (p_after 0) or moved
 -- back to p_after (a seek), and the group meets those messages again. The
--- dead letters stay listed. The caller holds the cursors, so only a
--- transaction removing a dead letter (requeue, delete, message retry) can
--- hold one: those are skipped rather than waited for, as a retry locks the
--- dead letters before the cursors.
+-- listed dead letters stay listed; the hidden ones, taken off the queue and
+-- kept only to resolve their offsets (migration 010), go. The caller holds
+-- the cursors, so only a transaction removing a dead letter (requeue,
+-- delete, message retry) can hold one: those are skipped rather than waited
+-- for, as a retry locks the dead letters before the cursors.
 CREATE OR REPLACE FUNCTION queen.unresolve_dead_letters(p_group text, p_parts uuid[], p_after bigint)
 RETURNS void
 LANGUAGE sql AS $$
-    UPDATE queen.dead_letters d SET resolves = false
-     WHERE d.id IN (SELECT d0.id FROM queen.dead_letters d0
-                     WHERE d0.partition_id = ANY (p_parts) AND d0.consumer_group = p_group
-                       AND d0."offset" > p_after AND d0.resolves
-                       FOR UPDATE SKIP LOCKED)
+    WITH past AS MATERIALIZED (
+        SELECT d0.id, d0.listed FROM queen.dead_letters d0
+         WHERE d0.partition_id = ANY (p_parts) AND d0.consumer_group = p_group
+           AND d0."offset" > p_after AND d0.resolves
+           FOR UPDATE SKIP LOCKED
+    ), hidden AS (
+        DELETE FROM queen.dead_letters d USING past p WHERE d.id = p.id AND NOT p.listed
+    )
+    UPDATE queen.dead_letters d SET resolves = false FROM past p WHERE d.id = p.id AND p.listed
 $$;
 
 -- delete_group deletes the cursors of p_group on the queue p_queue (on

@@ -83,7 +83,7 @@ BEGIN
          WHERE ($1 IS NULL OR a.partition_id = ANY ($1)) AND a."offset" > c.committed
          GROUP BY a.partition_id
     ), dl AS (
-        SELECT d.partition_id, count(*) AS n FROM queen.dead_letters d WHERE ($1 IS NULL OR d.partition_id = ANY ($1))
+        SELECT d.partition_id, count(*) AS n FROM queen.dead_letters d WHERE d.listed AND ($1 IS NULL OR d.partition_id = ANY ($1))
          GROUP BY d.partition_id
     )
     SELECT pp.id, pp.base, pp.head - pp.base,

@@ -356,8 +356,8 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM queen.tombstones t WHERE t.partition_id = p_parts[i] AND t."offset" = o.o)
         -- One that no longer resolves its offset (migration 009) becomes this one.
         ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE
-           SET resolves = true, error_message = excluded.error_message, retry_count = excluded.retry_count,
-               failed_at = now()
+           SET resolves = true, listed = true, frame = excluded.frame, error_message = excluded.error_message,
+               retry_count = excluded.retry_count, failed_at = now()
          WHERE NOT queen.dead_letters.resolves;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         PERFORM queen.move_cursor(p_parts[i], p_groups[i], v_to);
@@ -393,7 +393,8 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM queen.segments s WHERE s.partition_id = p.id)
            AND NOT EXISTS (SELECT 1 FROM queen.cursors c WHERE c.partition_id = p.id
                              AND greatest(c.created_at, c.last_consumed_at) >= v_cut)
-           AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = p.id AND d.failed_at >= v_cut)
+           AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = p.id AND d.listed
+                             AND d.failed_at >= v_cut)
          ORDER BY p.id
          LIMIT p_limit
     LOOP

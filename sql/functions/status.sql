@@ -109,7 +109,7 @@ BEGIN
           FROM z GROUP BY z.partition_id),
     d AS (
         SELECT dl.partition_id, count(*) AS n FROM queen.dead_letters dl
-         WHERE dl.partition_id IN (SELECT p.id FROM p) GROUP BY dl.partition_id)
+         WHERE dl.listed AND dl.partition_id IN (SELECT p.id FROM p) GROUP BY dl.partition_id)
     SELECT p.queue_id, p.id, p.head, p.head - p.base,
            coalesce(a.groups, 0),
            coalesce(a.pending, p.head - p.base - CASE WHEN (SELECT yes FROM any_tomb) THEN

@@ -1,6 +1,7 @@
 package acktest
 
 import (
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -318,6 +319,74 @@ func TestD5_DeadLetterBeyondPrefixStaysResolved(t *testing.T) {
 	}
 	if l := listDLQ(t, s, "queue", q); *l.Total != 1 {
 		t.Errorf("dead letters %d, want 1", *l.Total)
+	}
+}
+
+// D5: a dead letter taken off the dead-letter queue (DELETE /api/v1/dlq/:id,
+// its requeue, POST /api/v1/messages/:p/:t/retry) leaves its offset
+// resolved for its group, also past a prefix a failed ack kept: the group
+// never meets the original again (a requeue and a retry deliver their new
+// copy, once).
+func TestD5_RemovingADeadLetterKeepsItsOffsetResolved(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	for _, how := range []string{"delete", "requeue", "retry"} {
+		t.Run(how, func(t *testing.T) {
+			q := apitest.Unique(t, "d5-removed")
+			s.Configure(t, q, map[string]any{"retryLimit": 3, "retryDelay": 0})
+			ps := s.PushN(t, q, "", 3)
+			p := s.PopOK(t, apitest.PopQueue(q, "batch", "3", "leaseSeconds", "60"))
+			if r := s.AckOK(t, p.Messages[1], "dlq", ""); !r.DLQ {
+				t.Fatalf("dlq ack of m2 %+v", r)
+			}
+			if r := s.AckOK(t, p.Messages[0], "failed", ""); !r.LeaseReleased {
+				t.Fatalf("failed ack of m1 %+v", r)
+			}
+			l := listDLQ(t, s, "queue", q)
+			if *l.Total != 1 {
+				t.Fatalf("dead letters %+v", l.Messages)
+			}
+			var r *apitest.Response
+			switch how {
+			case "delete":
+				r = s.Delete(t, "/api/v1/dlq/"+l.Messages[0].ID)
+			case "requeue":
+				r = s.Post(t, "/api/v1/dlq/"+l.Messages[0].ID+"/requeue", nil)
+			case "retry":
+				r = s.Post(t, "/api/v1/messages/"+ps[1].PartitionID+"/"+ps[1].Tx+"/retry", nil)
+			}
+			if r.Status != 200 {
+				t.Fatalf("%s: %d %s", how, r.Status, r.Body)
+			}
+			if l := listDLQ(t, s, "queue", q); *l.Total != 0 {
+				t.Fatalf("after %s the dead-letter queue lists %+v", how, l.Messages)
+			}
+			got := s.PopOK(t, apitest.PopQueue(q, "batch", "10", "leaseSeconds", "60"))
+			want := 2
+			if how != "delete" {
+				want = 3 // and the copy, under a new transaction id
+			}
+			if len(got.TxIDs()) != want || got.TxIDs()[0] != ps[0].Tx || got.TxIDs()[1] != ps[2].Tx {
+				t.Fatalf("after %s the group got %v, want %s, %s and %d more (never the dead-lettered %s)",
+					how, got.TxIDs(), ps[0].Tx, ps[2].Tx, want-2, ps[1].Tx)
+			}
+			if how != "delete" {
+				return
+			}
+			// A seek back before it makes the group meet it again, as
+			// with a listed dead letter.
+			for _, m := range got.Messages {
+				s.AckOK(t, m, "completed", "")
+			}
+			seek := "/api/v1/consumer-groups/" + url.PathEscape(apitest.QueueMode) + "/queues/" + url.PathEscape(q) + "/seek"
+			if r := s.Post(t, seek, map[string]any{"timestamp": "2020-01-01T00:00:00.000Z"}); r.Status != 200 {
+				t.Fatalf("seek: %d %s", r.Status, r.Body)
+			}
+			again := s.PopOK(t, apitest.PopQueue(q, "batch", "10")).TxIDs()
+			if len(again) != 3 || again[1] != ps[1].Tx {
+				t.Fatalf("after a seek back the group got %v, want all three, %s among them", again, ps[1].Tx)
+			}
+		})
 	}
 }
 
