@@ -20,15 +20,36 @@ import (
 // that ran out. An autoAck pop has no lease: its claim committed the
 // messages, which are gone with its client.
 func (d *deps) abandoned(w *waiter) {
-	popsAbandoned.Inc()
 	if w.req.AutoAck {
+		popsAbandoned.Inc()
 		return
 	}
-	cursors := d.leases.cursors(w.leaseID)
+	d.abandonLease(w.leaseID)
+}
+
+// abandonLease ends lease, which an abandoned pop took (deps.abandoned).
+func (d *deps) abandonLease(lease uuid.UUID) {
+	popsAbandoned.Inc()
+	cursors := d.leases.cursors(lease)
 	if cursors == nil {
 		return // not booked (the book is full): it runs out
 	}
-	go d.endLease(w.leaseID, cursors)
+	go d.endLease(lease, cursors)
+}
+
+// Abandon ends at once the lease of res, the answer of a pop whose client
+// was found gone just before the answer was written (the long-poll watcher
+// looks only every so often): as for a pop whose client left while its
+// claim was out (deps.abandoned), nobody would see those messages until the
+// lease ran out. An autoAck answer has no lease: its messages are gone with
+// the client.
+func (b *Broker) Abandon(res queengo.PopResult) {
+	lease, err := uuid.Parse(res.LeaseID)
+	if err != nil {
+		popsAbandoned.Inc()
+		return
+	}
+	b.d.abandonLease(lease)
 }
 
 // endLease ends lease in the database, then in the book.

@@ -113,6 +113,7 @@ type Broker struct {
 	registry *actor.PID
 	dir      directory // the live queue and scope actors
 	warm     *warmPool // the actors' kept goroutines (deps.warm)
+	d        *deps     // what the actors share (Abandon ends a lease as they do)
 
 	popMaintenance atomic.Bool
 	popSwitch      sync.Mutex // orders a switch with the refresh's store
@@ -175,7 +176,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if tune != nil {
 		tune(d)
 	}
-	b.warm, b.acks.warm = d.warm, d.warm
+	b.d, b.warm, b.acks.warm = d, d.warm, d.warm
 	b.stats = newBrokerStats(cfg.Store, d.clock, cfg.RequestTimeout)
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
 	b.buf = newPushBuffer(b, cfg.Buffer)

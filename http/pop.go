@@ -123,13 +123,18 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 	// claim is in flight must hear its outcome (else its messages wait out
 	// their lease). A parked pop ends when its client hangs up.
 	pctx := context.Background()
+	gone := func() bool { return false }
 	if r.Wait {
 		var unwatch func()
-		pctx, unwatch = s.watch.watch(ctx)
+		pctx, unwatch, gone = s.watch.watch(ctx)
 		defer unwatch()
 	}
 	res, err := s.broker.Pop(pctx, r)
 	switch {
+	case err == nil && len(res.Messages) > 0 && gone():
+		// Hung up since the watcher's last look: nobody reads the answer.
+		s.broker.Abandon(res)
+		ctx.SetConnectionClose()
 	case err != nil:
 		popErrors.Inc()
 		s.writeFailure(ctx, popFailure(err), err, "queue", r.Queue)
@@ -244,19 +249,21 @@ type watched struct {
 }
 
 // watch registers the client of a parked pop; the returned context ends when
-// it hangs up. Call the returned func when the pop is answered.
-func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (context.Context, func()) {
+// it hangs up (found at the watcher's next look). Call unwatch when the pop
+// is answered; gone looks at the socket now.
+func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (pctx context.Context, unwatch func(), gone func() bool) {
 	// The request is read; the read timeout's deadline would only make the
 	// peek below fail once it passed, hiding a hang-up for the rest of a
 	// long poll. The server sets a fresh deadline before the next request.
 	_ = ctx.Conn().SetReadDeadline(time.Time{})
+	never := func() bool { return false }
 	sc, ok := ctx.Conn().(syscall.Conn)
 	if !ok {
-		return context.Background(), func() {}
+		return context.Background(), func() {}, never
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return context.Background(), func() {}
+		return context.Background(), func() {}, never
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	w := &watched{raw: raw, hungUp: cancel}
@@ -274,7 +281,7 @@ func (cw *clientWatch) watch(ctx *fasthttp.RequestCtx) (context.Context, func())
 		delete(cw.conns, id)
 		cw.mu.Unlock()
 		cancel()
-	}
+	}, func() bool { return hungUp(raw) }
 }
 
 func (cw *clientWatch) loop() {

@@ -31,6 +31,9 @@ type Broker interface {
 	MaintenanceAdmin
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
+	// Abandon ends the lease of a pop's answer that its client will not
+	// read (it hung up).
+	Abandon(res queengo.PopResult)
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
 	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt string, failure queengo.AckFailure, err error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)

@@ -580,3 +580,38 @@ func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 		t.Fatalf("cursor lease %q, the second client's %q", c.LeaseID, r.Pop.LeaseID)
 	}
 }
+
+// TestD12_APopWhoseClientLeftBeforeTheWatcherLookedFreesItsLease: a message
+// pushed right after a parked long poll's client hung up, before the broker's
+// check of parked sockets (every 500 ms) saw it, is claimed for the gone
+// client; the broker finds the socket closed as it answers, ends the lease
+// at once, and the next pop of the group gets the message, not after the
+// lease (300 s here). The push follows the hang-up within milliseconds, so
+// the check falls between them only rarely (the test then passes the way
+// TestD12_DisconnectedClientDroppedFromPark does).
+func TestD12_APopWhoseClientLeftBeforeTheWatcherLookedFreesItsLease(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100", "POP_WAIT_INITIAL_INTERVAL_MS=120000",
+		"POP_WAIT_MAX_INTERVAL_MS=120000")
+	q := apitest.Unique(t, "gone-late")
+	s.Configure(t, q, map[string]any{"leaseTime": 300})
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := &http.Client{Transport: &http.Transport{}}
+	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "60000"))
+	s.WaitParked(t, q, 1)
+	cancel()
+	if o := <-ch; o.err == nil {
+		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
+	}
+	txs := s.PushN(t, q, "Default", 1).TxIDs()
+	other := &http.Client{Transport: &http.Transport{}}
+	r, err := s.WithClient(other).PopCtx(context.Background(),
+		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "5000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != 200 {
+		t.Fatalf("the next pop got %d %q: the message is leased to the client that left", r.Status, r.Body)
+	}
+	apitest.WantTxIDs(t, "next pop", r.Pop, txs)
+}
