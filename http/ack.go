@@ -130,7 +130,7 @@ func decodeBody(body []byte, v any) *apiError {
 
 func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 	sc := &scanner{b: ctx.PostBody()}
-	if sc.peek() == 0 {
+	if sc.end() {
 		writeError(ctx, errEmptyBody)
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	f, err := readAck(sc)
-	if err == nil && sc.peek() != 0 {
+	if err == nil && !sc.end() {
 		err = errTrailing
 	}
 	if err != nil {
@@ -158,7 +158,7 @@ func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 // consumerGroup applies to every item.
 func parseAckBatch(body []byte) ([]queengo.AckItem, []bool, *apiError) {
 	sc := &scanner{b: body}
-	if sc.peek() == 0 {
+	if sc.end() {
 		return nil, nil, &errEmptyBody
 	}
 	if sc.peek() != '{' {
@@ -196,7 +196,7 @@ func parseAckBatch(body []byte) ([]queengo.AckItem, []bool, *apiError) {
 		}
 		return sc.skip(1)
 	})
-	if err == nil && sc.peek() != 0 {
+	if err == nil && !sc.end() {
 		err = errTrailing
 	}
 	if err != nil {

@@ -42,13 +42,20 @@ func (s *scanner) ws() {
 	}
 }
 
-// peek returns the next non-space byte, or 0 at the end.
+// peek returns the next non-space byte, or 0 at the end (a NUL byte in the
+// body is 0 too: end tells them apart).
 func (s *scanner) peek() byte {
 	s.ws()
 	if s.i < len(s.b) {
 		return s.b[s.i]
 	}
 	return 0
+}
+
+// end reports whether only spaces are left.
+func (s *scanner) end() bool {
+	s.ws()
+	return s.i >= len(s.b)
 }
 
 func (s *scanner) consume(c byte) bool {

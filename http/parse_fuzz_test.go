@@ -22,6 +22,7 @@ func FuzzParsePush(f *testing.F) {
 		`{"items":[{"queue":"q.t","partition":"p","transactionId":"t","traceId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","payload":null}]}`,
 		`{"items":[]}`, `{"items":{}}`, `{}`, ``, `[`, `{"items":[1]}`, `{"items":[{"queue":1}]}`,
 		`{"items":[{"queue":"a b"}]}`, `{"items":[{"queue":"q","payload":  [1, 2 ,3 ] }]}`,
+		"{\"items\":[{\"queue\":\"q\"}]}\x00x", "{\"items\":[{\"queue\":\"q\"}]}\x00", " \x00{\"items\":[]}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -164,6 +165,7 @@ func FuzzParseAckBatch(f *testing.F) {
 		`{"acknowledgments":[]}`, `{"acknowledgments":{}}`, `{"acknowledgments":[1]}`, `{}`, ``,
 		`{"acknowledgments":[{"transactionId":"t","partitionId":"x"}]}`,
 		`{"acknowledgments":[{"transactionId":"t\u0000","partitionId":"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90","error":"\ud800"}]}`,
+		"{\"acknowledgments\":[{\"transactionId\":\"t\",\"partitionId\":\"0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90\"}],\"consumerGroup\":\"g\"}\x00x",
 	} {
 		f.Add([]byte(s))
 	}

@@ -44,7 +44,7 @@ type itemFields struct {
 // the body (compacted when they carry whitespace) into one buffer.
 func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
 	s := &scanner{b: body}
-	if s.peek() == 0 {
+	if s.end() {
 		return nil, &errEmptyBody
 	}
 	if s.peek() != '{' {
@@ -75,7 +75,7 @@ func parsePush(body []byte) ([]queengo.PushItem, *apiError) {
 			return err
 		})
 	})
-	if err == nil && s.peek() != 0 {
+	if err == nil && !s.end() {
 		err = errTrailing
 	}
 	switch {
@@ -269,7 +269,7 @@ func jsonString(raw json.RawMessage) (s string, ok, isNull bool) {
 	// surrogates where encoding/json would substitute U+FFFD.
 	sc := &scanner{b: raw}
 	s, err := sc.str()
-	if err != nil || sc.peek() != 0 {
+	if err != nil || !sc.end() {
 		return "", false, false
 	}
 	return s, true, false

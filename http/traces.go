@@ -180,10 +180,11 @@ func checkTrace(f *traceFields) (t queengo.NewTrace, e *apiError) {
 
 func (s *Server) handleRecordTrace(ctx *fasthttp.RequestCtx) {
 	sc := &scanner{b: ctx.PostBody()}
-	switch sc.peek() {
-	case 0:
+	if sc.end() {
 		writeError(ctx, errEmptyBody)
 		return
+	}
+	switch sc.peek() {
 	case '{':
 	default:
 		if err := sc.skip(0); err != nil {
@@ -194,7 +195,7 @@ func (s *Server) handleRecordTrace(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	f, err := readTrace(sc)
-	if err == nil && sc.peek() != 0 {
+	if err == nil && !sc.end() {
 		err = errTrailing
 	}
 	if err != nil {

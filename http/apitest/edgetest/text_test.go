@@ -177,6 +177,40 @@ func TestAckBatchWithNULLeavesValidItemToRedeliver(t *testing.T) {
 
 // ---------------------------------------------------------------- push
 
+// Contract B: a NUL byte is not the end of a body: the routes that read
+// their body in one pass (push, ack, ack/batch, traces) answer a body with
+// anything but spaces after its JSON, a NUL first, 400 Invalid JSON, as the
+// others do, and apply nothing.
+func TestBodyWithNULAfterItsJSONIs400AndAppliesNothing(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	ms, before := leasedBatch(t, s, "edge-nul-body", "g", 1)
+	m := ms[0]
+	q := apitest.Unique(t, "edge-nul-push")
+	bodies := map[string]string{
+		"/api/v1/push": `{"items":[{"queue":"` + q + `","payload":1}]}`,
+		"/api/v1/ack": `{"transactionId":"` + m.TransactionID + `","partitionId":"` + m.PartitionID +
+			`","leaseId":"` + m.LeaseID + `","status":"completed","consumerGroup":"g"}`,
+		"/api/v1/ack/batch": `{"consumerGroup":"g","acknowledgments":[{"transactionId":"` + m.TransactionID +
+			`","partitionId":"` + m.PartitionID + `","leaseId":"` + m.LeaseID + `","status":"completed"}]}`,
+		"/api/v1/traces": `{"transactionId":"` + m.TransactionID + `","partitionId":"` + m.PartitionID +
+			`","eventType":"info","data":{}}`,
+	}
+	for path, body := range bodies {
+		for _, bad := range []string{body + "\x00garbage", body + "\x00", " \x00" + body} {
+			apitest.WantError(t, s.Post(t, path, bad), 400, "Invalid JSON")
+		}
+	}
+	unchanged(t, m.PartitionID, "g", before)
+	if c := apitest.QueueCounts(t, q); c.Queues != 0 {
+		t.Fatalf("a rejected push was written: %+v", c)
+	}
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.traces WHERE transaction_id = $1`, m.TransactionID); n != 0 {
+		t.Fatalf("a rejected trace was recorded: %d", n)
+	}
+	s.AckOK(t, m, "completed", "g")
+}
+
 // Contract B: a push transactionId with a lone surrogate is a 400 naming
 // transactionId, and nothing of the request is written. Today it silently
 // becomes U+FFFD, so two distinct ids ("\ud800", "\udbff") collide.
