@@ -125,7 +125,8 @@ func (b *Broker) GetMessage(ctx context.Context, partition uuid.UUID, txid strin
 
 // SetSubscription makes the group's durable subscription start at ts on
 // every queue it has a record or a cursor on (D6); it returns how many
-// records it wrote. Cursors that exist keep their position.
+// records it wrote, or an error wrapping queengo.ErrNotFound for a group
+// with neither. Cursors that exist keep their position.
 func (b *Broker) SetSubscription(ctx context.Context, group string, ts time.Time) (int, error) {
 	n, err := b.cfg.Store.SetSubscription(ctx, group, ts)
 	if err == nil {

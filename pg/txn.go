@@ -283,7 +283,8 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 // SetSubscription sets the durable subscription of a group to start at ts on
 // every queue where the group has a record or a cursor; partitions the group
 // has not contacted yet start there (D6). It returns how many records it
-// wrote.
+// wrote, or a *queengo.MissingError (consumer group) when the group has
+// neither anywhere.
 func (s *Store) SetSubscription(ctx context.Context, group string, ts time.Time) (int, error) {
 	var n int64
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -299,6 +300,9 @@ ON CONFLICT (queue_id, consumer_group) DO UPDATE SET mode = 'timestamp', from_ts
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error setting subscription: %w", err)
+	}
+	if n == 0 {
+		return 0, &queengo.MissingError{What: queengo.MissingGroup}
 	}
 	return int(n), nil
 }

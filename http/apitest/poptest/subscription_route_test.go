@@ -65,3 +65,18 @@ func TestD6_SubscriptionRouteBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestD6_SubscriptionRouteUnknownGroupIs404: a group with neither a cursor
+// nor a subscription record anywhere is unknown to the route, as to every
+// other consumer-group route: 404 {"error":"consumer group not found"},
+// and no record is written.
+func TestD6_SubscriptionRouteUnknownGroupIs404(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	g := apitest.Unique(t, "never")
+	apitest.WantError(t, s.Post(t, "/api/v1/consumer-groups/"+g+"/subscription",
+		map[string]any{"subscriptionTimestamp": "2026-01-01T00:00:00Z"}), 404, "consumer group not found")
+	if n := apitest.QueryInt(t, apitest.DB, `SELECT count(*) FROM queen.subscriptions WHERE consumer_group = $1`, g); n != 0 {
+		t.Fatalf("%d records written for an unknown group", n)
+	}
+}
