@@ -241,10 +241,16 @@ func frameTxID(b []byte) (string, error) {
 // EvictionTargets lists, in (partition, group) order, the cursors whose
 // first unconsumed message waited longer than its queue's
 // maxWaitTimeSeconds and that no consumer holds a live lease on; a
-// partition without any cursor is listed for queue mode.
+// partition without any cursor is listed for queue mode unless a named
+// group consumes the queue. It first forgets the queue-mode cursors an
+// earlier eviction made on partitions a named group reached since
+// (queen.forget_evicted_cursors).
 func (l *RetentionConn) EvictionTargets(ctx context.Context) ([]queengo.CursorKey, error) {
 	var out []queengo.CursorKey
 	err := l.do(ctx, func(ctx context.Context) error {
+		if _, err := l.c.Exec(ctx, `SELECT queen.forget_evicted_cursors()`); err != nil {
+			return err
+		}
 		rows, err := l.c.Query(ctx, `SELECT partition_id, consumer_group FROM queen.eviction_targets()`)
 		if err != nil {
 			return err

@@ -367,6 +367,81 @@ func TestEvict_PartitionWithoutCursorsGoesToQueueMode(t *testing.T) {
 	}
 }
 
+// targetsOf lists the eviction targets on the lifecycle's partition.
+func (l *lifecycle) targetsOf(t *testing.T) []queengo.CursorKey {
+	t.Helper()
+	targets, err := l.rc.EvictionTargets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []queengo.CursorKey
+	for _, k := range targets {
+		if k.Partition == l.pid {
+			mine = append(mine, k)
+		}
+	}
+	return mine
+}
+
+// D9, per group: a partition nobody has contacted on a queue a named group
+// consumes waits for its groups (no queue-mode dead letters for a group
+// nobody runs); and a queue-mode cursor eviction made before any group
+// came goes once a named group reaches the partition, so that it neither
+// dead-letters the messages that group consumes nor, lagging, holds back
+// maxSize and completed retention. Its dead letters stay.
+func TestEvict_QueueModeOnlyForPartitionsNoGroupConsumes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLifecycle(t, "max_wait_time_seconds = 60")
+	l.push(t, "early", 3) // 1..3, before any consumer
+	l.age(t, 3, time.Hour)
+	want := []queengo.CursorKey{{Partition: l.pid, Group: queengo.QueueModeGroup}}
+	if got := l.targetsOf(t); !slices.Equal(got, want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	if n, _, err := l.rc.Evict(ctx, want, 1000); err != nil || n != 3 {
+		t.Fatalf("evict: %d, %v; want the 3 early messages for queue mode", n, err)
+	}
+	// billing comes and consumes everything from now on.
+	l.cursor(t, "billing", 3)
+	l.push(t, "later", 2) // 4..5
+	l.cursor(t, "billing", 5)
+	l.age(t, 5, time.Hour)
+	if got := l.targetsOf(t); len(got) != 0 {
+		t.Fatalf("targets %v once billing consumes the partition, want none", got)
+	}
+	var qm, dead int
+	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
+		l.pid, queengo.QueueModeGroup).Scan(&qm); err != nil || qm != 0 {
+		t.Fatalf("queue-mode cursors left: %d, %v; want none", qm, err)
+	}
+	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1`, l.pid).Scan(&dead); err != nil || dead != 3 {
+		t.Fatalf("dead letters %d, %v; want the 3 of the first run", dead, err)
+	}
+
+	// A second partition of the same queue, which billing has not reached
+	// yet: it waits for billing.
+	other, err := l.s.EnsurePartition(ctx, l.q.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.s.Append(ctx, []queengo.Segment{{Partition: other, Frames: []queengo.Frame{frame("o-0")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(ctx, `UPDATE queen.segments SET created_at = created_at - interval '1 hour' WHERE partition_id = $1`, other); err != nil {
+		t.Fatal(err)
+	}
+	targets, err := l.rc.EvictionTargets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range targets {
+		if k.Partition == other {
+			t.Fatalf("target %v: a partition of a queue billing consumes went to queue mode", k)
+		}
+	}
+}
+
 // PARTITION_CLEANUP_DAYS: a partition with no segment and no activity for
 // the period goes with its cursors; one with a recent cursor stays.
 func TestRemoveIdlePartitions(t *testing.T) {

@@ -231,16 +231,26 @@ $$;
 -- eviction_targets lists, in (partition, group) order, the cursors of queues
 -- with maxWaitTimeSeconds whose first unconsumed message is older than that
 -- and that no consumer holds a live lease on; a partition nobody has a cursor
--- on yet is listed for queue mode (its messages wait for the default group).
--- One primary-key probe of segments per cursor of those queues.
+-- on yet is listed for queue mode (its messages wait for the default group)
+-- unless a named group consumes the queue: its partitions wait for their
+-- groups, which meet them at their first contact. One primary-key probe of
+-- segments per cursor of those queues.
 CREATE OR REPLACE FUNCTION queen.eviction_targets()
 RETURNS TABLE (partition_id uuid, consumer_group text)
 LANGUAGE sql STABLE AS $$
+    WITH named AS (
+        SELECT DISTINCT p.queue_id
+          FROM queen.queues q
+          JOIN queen.partitions p ON p.queue_id = q.id
+          JOIN queen.cursors c ON c.partition_id = p.id
+         WHERE q.max_wait_time_seconds > 0 AND c.consumer_group <> '__QUEUE_MODE__'
+    )
     SELECT p.id, coalesce(c.consumer_group, '__QUEUE_MODE__')
       FROM queen.queues q
       JOIN queen.partitions p ON p.queue_id = q.id
       LEFT JOIN queen.cursors c ON c.partition_id = p.id
      WHERE q.max_wait_time_seconds > 0
+       AND (c.partition_id IS NOT NULL OR q.id NOT IN (SELECT n.queue_id FROM named n))
        AND p.head > coalesce(c.committed, 0)
        AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
        -- The segment holding the first unconsumed offset, or the oldest
@@ -252,6 +262,35 @@ LANGUAGE sql STABLE AS $$
                       WHERE s.partition_id = p.id ORDER BY s.first_offset LIMIT 1))
            < now() - make_interval(secs => q.max_wait_time_seconds)
      ORDER BY 1, 2
+$$;
+
+-- forget_evicted_cursors deletes the queue-mode cursors that eviction made
+-- for a partition nobody had contacted (evict) once a named group has a
+-- cursor there: never claimed by a queue-mode pop (no delivery, no lease),
+-- they would go on dead-lettering every message of the partition for a
+-- group nobody runs, and, lagging, count against maxSize and hold back
+-- completedRetentionSeconds. Their dead letters stay, and resolve their
+-- offsets for queue mode. One that another transaction holds is left for
+-- the next run. Returns how many it deleted.
+CREATE OR REPLACE FUNCTION queen.forget_evicted_cursors()
+RETURNS integer
+LANGUAGE sql AS $$
+    WITH gone AS (
+        DELETE FROM queen.cursors c
+         WHERE (c.partition_id, c.consumer_group) IN (
+                   SELECT c0.partition_id, c0.consumer_group
+                     FROM queen.queues q
+                     JOIN queen.partitions p ON p.queue_id = q.id
+                     JOIN queen.cursors c0 ON c0.partition_id = p.id
+                    WHERE q.max_wait_time_seconds > 0 AND c0.consumer_group = '__QUEUE_MODE__'
+                      AND c0.last_consumed_at IS NULL AND c0.lease_id IS NULL
+                      AND EXISTS (SELECT 1 FROM queen.cursors n WHERE n.partition_id = p.id
+                                     AND n.consumer_group <> '__QUEUE_MODE__')
+                    ORDER BY c0.partition_id
+                      FOR UPDATE OF c0 SKIP LOCKED)
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM gone
 $$;
 
 -- evict dead-letters, per group (D9), the messages of each cursor
