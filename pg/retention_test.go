@@ -224,6 +224,47 @@ func TestRetention_CompletedWaitsForEveryGroup(t *testing.T) {
 	}
 }
 
+// D9: completedRetentionSeconds waits for every group of the queue, also
+// one that has not met the partition yet (a subscription record on the
+// queue, or a cursor on another partition): it would start at the oldest
+// retained message. Once it has a cursor there and is past, the segment
+// goes.
+func TestRetention_CompletedWaitsForAGroupThatHasNotMetThePartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, known := range []string{"record", "cursor"} {
+		t.Run(known, func(t *testing.T) {
+			l := newLifecycle(t, "completed_retention_seconds = 60")
+			switch known {
+			case "record":
+				if _, err := l.db.Exec(ctx, `INSERT INTO queen.subscriptions (queue_id, consumer_group, mode) VALUES ($1, 'B', 'all')`,
+					l.q.ID); err != nil {
+					t.Fatal(err)
+				}
+			case "cursor":
+				other, err := l.s.EnsurePartition(ctx, l.q.ID, "other")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.db.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'B', 0)`,
+					other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.push(t, "x", 3) // 1..3
+			l.cursor(t, "A", 3)
+			l.age(t, 3, time.Hour)
+			if d, _ := l.drop(t, 1000); d.Segments != 0 || l.count(t, "segments") != 1 {
+				t.Fatalf("dropped %+v: B, a group of the queue, has not consumed it", d)
+			}
+			l.cursor(t, "B", 3)
+			if d, _ := l.drop(t, 1000); d.Segments != 1 {
+				t.Fatalf("dropped %+v once B is past too, want the segment", d)
+			}
+		})
+	}
+}
+
 // RETENTION_BATCH_SIZE: one batch drops about limit messages (whole
 // segments, at least one) and reports the partition unfinished; the next
 // batches go on where it stopped.

@@ -7,9 +7,9 @@
 
 -- droppable says whether a partition's oldest segment may be dropped now:
 -- it is older than retentionSeconds (with retentionEnabled), or every group
--- with a cursor on the partition has committed past it (p_min_committed, the
--- smallest committed offset, NULL when there is no cursor) and it is older
--- than completedRetentionSeconds. Only ever asked of the oldest segment, so
+-- has committed past it (p_min_committed, the smallest committed offset, NULL
+-- when some group has no cursor on the partition) and it is older than
+-- completedRetentionSeconds. Only ever asked of the oldest segment, so
 -- what it drops is always a prefix of the partition's log.
 CREATE OR REPLACE FUNCTION queen.droppable(
     p_created        timestamptz,
@@ -100,6 +100,12 @@ $$;
 -- decodes the ids, so the frame format stays in one place); and an 'end' row
 -- with done, how many leading partitions of p_parts are finished.
 --
+-- Completed retention waits for every group of the queue (D9): one that has
+-- a subscription record on it, or a cursor on any of its partitions, but
+-- none on this partition yet would start at its oldest retained message, so
+-- until it has one nothing is dropped for completion. The groups of each
+-- queue are counted once per call.
+--
 -- Locks (docs/architecture.md "Lock order"): per partition, its row FOR KEY
 -- SHARE SKIP LOCKED (a partition being deleted, with its queue or as idle,
 -- is skipped; writers are not blocked), then its cursor rows FOR UPDATE in
@@ -130,10 +136,12 @@ DECLARE
     v_cut    boolean;
     v_frames bytea;
     v_ends   integer[];
+    v_groups jsonb := '{}'; -- per queue id: how many groups it has
+    v_n      bigint;
 BEGIN
     FOREACH v_pid IN ARRAY p_parts LOOP
         EXIT WHEN v_budget <= 0;
-        SELECT x.retention_enabled, x.retention_seconds, x.completed_retention_seconds INTO q
+        SELECT x.id, x.retention_enabled, x.retention_seconds, x.completed_retention_seconds INTO q
           FROM queen.partitions p JOIN queen.queues x ON x.id = p.queue_id
          WHERE p.id = v_pid
            FOR KEY SHARE OF p SKIP LOCKED;
@@ -142,7 +150,20 @@ BEGIN
             CONTINUE;
         END IF;
         PERFORM 1 FROM queen.cursors c WHERE c.partition_id = v_pid ORDER BY c.consumer_group FOR UPDATE;
-        SELECT min(c.committed) INTO v_min FROM queen.cursors c WHERE c.partition_id = v_pid;
+        SELECT min(c.committed), count(*) INTO v_min, v_n FROM queen.cursors c WHERE c.partition_id = v_pid;
+        IF q.completed_retention_seconds > 0 AND v_min IS NOT NULL THEN
+            IF NOT v_groups ? q.id::text THEN
+                v_groups := v_groups || jsonb_build_object(q.id::text, (
+                    SELECT count(*) FROM (SELECT sub.consumer_group FROM queen.subscriptions sub WHERE sub.queue_id = q.id
+                                          UNION
+                                          SELECT cur.consumer_group FROM queen.partitions par
+                                            JOIN queen.cursors cur ON cur.partition_id = par.id
+                                           WHERE par.queue_id = q.id) g));
+            END IF;
+            IF v_n < (v_groups ->> q.id::text)::bigint THEN
+                v_min := NULL; -- a group of the queue has not met this partition
+            END IF;
+        END IF;
 
         v_firsts := '{}'; v_last := NULL; v_cut := false;
         FOR s IN SELECT x.first_offset, x.last_offset, x.created_at FROM queen.segments x
@@ -265,13 +286,14 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- forget_evicted_cursors deletes the queue-mode cursors that eviction made
--- for a partition nobody had contacted (evict) once a named group has a
--- cursor there: never claimed by a queue-mode pop (no delivery, no lease),
--- they would go on dead-lettering every message of the partition for a
--- group nobody runs, and, lagging, count against maxSize and hold back
--- completedRetentionSeconds. Their dead letters stay, and resolve their
--- offsets for queue mode. One that another transaction holds is left for
--- the next run. Returns how many it deleted.
+-- for partitions nobody had contacted (evict) once a named group consumes
+-- the queue (has a cursor on any of its partitions): never claimed by a
+-- queue-mode pop (no delivery, no lease), they would go on dead-lettering
+-- every message of their partition for a group nobody runs, and, lagging,
+-- count against maxSize and hold back completedRetentionSeconds (where they
+-- would make queue mode one of the queue's groups). Their dead letters
+-- stay, and resolve their offsets for queue mode. One that another
+-- transaction holds is left for the next run. Returns how many it deleted.
 CREATE OR REPLACE FUNCTION queen.forget_evicted_cursors()
 RETURNS integer
 LANGUAGE sql AS $$
@@ -284,8 +306,8 @@ LANGUAGE sql AS $$
                      JOIN queen.cursors c0 ON c0.partition_id = p.id
                     WHERE q.max_wait_time_seconds > 0 AND c0.consumer_group = '__QUEUE_MODE__'
                       AND c0.last_consumed_at IS NULL AND c0.lease_id IS NULL
-                      AND EXISTS (SELECT 1 FROM queen.cursors n WHERE n.partition_id = p.id
-                                     AND n.consumer_group <> '__QUEUE_MODE__')
+                      AND EXISTS (SELECT 1 FROM queen.partitions np JOIN queen.cursors n ON n.partition_id = np.id
+                                   WHERE np.queue_id = q.id AND n.consumer_group <> '__QUEUE_MODE__')
                     ORDER BY c0.partition_id
                       FOR UPDATE OF c0 SKIP LOCKED)
         RETURNING 1
