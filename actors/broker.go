@@ -118,6 +118,10 @@ type Broker struct {
 	popMaintenance atomic.Bool
 	popSwitch      sync.Mutex // orders a switch with the refresh's store
 	popSwitchedAt  time.Time  // this process's last SetPopMaintenance; guarded by popSwitch
+	// popMoved is closed, and replaced, when popMaintenance changes or the
+	// broker closes: it ends the waits of pops that came under maintenance.
+	// Guarded by popSwitch.
+	popMoved chan struct{}
 	closing        atomic.Bool
 	stopRefresh    chan struct{} // closed by Close: stops refreshMaintenance and watchLeases
 	refreshDone    chan struct{}
@@ -155,7 +159,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	}
 	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
 		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook(),
-		lost: newLostLeases()}
+		lost: newLostLeases(), popMoved: make(chan struct{})}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -197,6 +201,9 @@ func (b *Broker) Close() {
 	if b.closing.Swap(true) {
 		return
 	}
+	b.popSwitch.Lock()
+	b.popMovedNow()
+	b.popSwitch.Unlock()
 	close(b.stopRefresh)
 	<-b.refreshDone
 	<-b.leasesDone
@@ -228,7 +235,7 @@ func (b *Broker) refreshMaintenance() {
 		if on, err := b.cfg.Store.PopMaintenance(ctx); err == nil {
 			b.popSwitch.Lock()
 			if start.After(b.popSwitchedAt) {
-				b.popMaintenance.Store(on)
+				b.storePopMaintenance(on)
 			}
 			b.popSwitch.Unlock()
 		}
@@ -453,16 +460,10 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 		return queengo.PopResult{}, nil
 	}
 	if b.popMaintenance.Load() {
-		// D11: park until the timeout first, so consume loops do not spin.
-		if req.Wait && req.Timeout > 0 {
-			t := time.NewTimer(req.Timeout)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
+		var ok bool
+		if req, ok = b.waitOutMaintenance(ctx, req); !ok {
+			return queengo.PopResult{}, nil
 		}
-		return queengo.PopResult{}, nil
 	}
 	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
 	var h *handle
@@ -487,6 +488,60 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 		b.system.Root.Send(h.pid, &cancelPop{w: w})
 		return queengo.PopResult{}, fmt.Errorf("%w: the pop was not answered within %v", queengo.ErrTimeout, bound)
 	}
+}
+
+// waitOutMaintenance holds a pop that came while pop maintenance is on (D11):
+// one without wait answers empty at once (ok false); a long poll waits
+// until its timeout, its client leaves or the broker closes (ok false), or
+// until maintenance is switched off, and then pops as a long poll with the
+// time it has left (ok true, with that timeout).
+func (b *Broker) waitOutMaintenance(ctx context.Context, req *queengo.PopRequest) (*queengo.PopRequest, bool) {
+	if !req.Wait || req.Timeout <= 0 {
+		return req, false
+	}
+	deadline := time.Now().Add(req.Timeout)
+	t := time.NewTimer(req.Timeout)
+	defer t.Stop()
+	b.d.signals.waitsOutMaintenance()
+	for {
+		b.popSwitch.Lock()
+		moved := b.popMoved
+		b.popSwitch.Unlock()
+		switch {
+		case b.closing.Load():
+			return req, false
+		case !b.popMaintenance.Load():
+			left := time.Until(deadline)
+			if left <= 0 {
+				return req, false
+			}
+			r := *req
+			r.Timeout = left
+			return &r, true
+		}
+		select {
+		case <-t.C:
+			return req, false
+		case <-ctx.Done():
+			return req, false
+		case <-moved:
+		}
+	}
+}
+
+// storePopMaintenance sets the switch in this process and, when it moved,
+// ends the waits of the pops that came under maintenance. The caller holds
+// popSwitch.
+func (b *Broker) storePopMaintenance(on bool) {
+	if b.popMaintenance.Swap(on) != on {
+		b.popMovedNow()
+	}
+}
+
+// popMovedNow wakes the waits on popMoved. The caller holds popSwitch.
+func (b *Broker) popMovedNow() {
+	close(b.popMoved)
+	b.popMoved = make(chan struct{})
 }
 
 // popSlack is how many request timeouts a pop may wait beyond its long poll:

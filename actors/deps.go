@@ -101,6 +101,7 @@ type testSignals struct {
 	idleChecked testSignal // an actor answered checkIdle and stays
 	passivated  testSignal // the registry forgot a passivated actor
 	restarted   testSignal // a failed actor answered what it held
+	maintained  testSignal // a long poll waits out pop maintenance
 }
 
 // testSignal is one event a test can wait for; signalling an uninitialised
@@ -124,6 +125,12 @@ func (s *testSignals) gone() {
 func (s *testSignals) failed() {
 	if s != nil {
 		s.restarted.signal()
+	}
+}
+
+func (s *testSignals) waitsOutMaintenance() {
+	if s != nil {
+		s.maintained.signal()
 	}
 }
 

@@ -100,7 +100,7 @@ func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
 	}
 	b.popSwitch.Lock()
 	b.popSwitchedAt = time.Now()
-	b.popMaintenance.Store(on)
+	b.storePopMaintenance(on)
 	b.popSwitch.Unlock()
 	return nil
 }

@@ -66,11 +66,15 @@ func (m *maintenanceStore) SetPopMaintenance(_ context.Context, on bool) error {
 }
 
 // newMaintenanceBroker starts a broker that reads the switch once, at start,
-// and waits for that read, so the test alone decides the local flag.
+// and waits for that read, so the test alone decides the local flag. Its
+// signals tell when a long poll waits out maintenance (maintained).
 func newMaintenanceBroker(t *testing.T) (*Broker, *maintenanceStore) {
 	t.Helper()
 	m := &maintenanceStore{fakeStore: newFakeStore()}
-	b := newTestBroker(t, Config{Store: m, MaintenanceRefresh: time.Hour})
+	b := newTestBrokerWith(t, Config{Store: m, MaintenanceRefresh: time.Hour}, func(d *deps) {
+		d.signals = &testSignals{}
+		d.signals.maintained.init()
+	})
 	for deadline := time.Now().Add(5 * time.Second); m.reads.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker never read the pop maintenance switch")
@@ -149,6 +153,72 @@ func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
 	}
 	if n := len(m.roundSizes()) - rounds; n != 0 {
 		t.Fatalf("%d claims under pop maintenance", n)
+	}
+}
+
+// TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds (D11): a long
+// poll that came while pop maintenance was on waits, and when maintenance
+// is switched off it pops with the time it has left: a push then delivers
+// at once, not after its timeout.
+func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
+	t.Parallel()
+	b, m := newMaintenanceBroker(t)
+	m.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		if m.storedCount("after") > 0 {
+			return deliverOwn(claims), nil
+		}
+		return make([]queengo.ClaimResult, len(claims)), nil
+	}
+	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 10 * time.Second
+	start := time.Now()
+	reply := make(chan popReply, 1)
+	go func() {
+		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
+		reply <- popReply{res: res, err: err}
+	}()
+	waitFor(t, &b.d.signals.maintained, "the long poll waiting out maintenance", 5*time.Second)
+	if err := b.SetPopMaintenance(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("after")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-reply:
+		if r.err != nil || len(r.res.Messages) != 1 {
+			t.Fatalf("the long poll answered %d messages, %v; want the pushed one", len(r.res.Messages), r.err)
+		}
+	case <-time.After(timeout - time.Second):
+		t.Fatalf("the long poll still waits %v after maintenance ended", time.Since(start))
+	}
+}
+
+// TestClose_ReleasesALongPollWaitingOutPopMaintenance: closing the broker
+// answers a long poll that waits out pop maintenance empty at once, as it
+// answers the parked ones.
+func TestClose_ReleasesALongPollWaitingOutPopMaintenance(t *testing.T) {
+	t.Parallel()
+	b, _ := newMaintenanceBroker(t)
+	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	reply := make(chan popReply, 1)
+	go func() {
+		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+		reply <- popReply{res: res, err: err}
+	}()
+	waitFor(t, &b.d.signals.maintained, "the long poll waiting out maintenance", 5*time.Second)
+	b.Close()
+	select {
+	case r := <-reply:
+		if r.err != nil || len(r.res.Messages) != 0 {
+			t.Fatalf("answer %d messages, %v; want empty", len(r.res.Messages), r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long poll waiting out maintenance was not released by Close")
 	}
 }
 
