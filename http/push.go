@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -209,6 +210,12 @@ func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
 	f.txid, f.txidK = rawString(ri.TransactionID)
 	f.trace, f.traceK = rawString(ri.TraceID)
 	if len(ri.Payload) > 0 {
+		// encoding/json lets invalid UTF-8 and lone surrogates through in
+		// strings; the scanner refuses them, as on the push route.
+		sc := &scanner{b: ri.Payload}
+		if err := sc.skip(0); err != nil {
+			return invalidJSON(fmt.Errorf("payload: %w", err))
+		}
 		f.payload, f.spaced = ri.Payload, true
 	}
 	arena := make([]byte, 0, len(f.payload)+4)

@@ -211,6 +211,24 @@ func TestBodyWithNULAfterItsJSONIs400AndAppliesNothing(t *testing.T) {
 	s.AckOK(t, m, "completed", "g")
 }
 
+// Contract B: a transaction's push payload with invalid UTF-8 in a string is
+// refused as on the push route (400 Invalid JSON), and nothing of the
+// transaction is written: its messages would go out as JSON that is not
+// UTF-8.
+func TestTransactionPayloadWithInvalidUTF8Is400(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "edge-tx-utf8")
+	for _, payload := range []string{"\"a\xffb\"", "{\"k\":[\"ok\",\"\xc3\"]}"} {
+		body := `{"operations":[{"type":"push","items":[{"queue":"` + q + `","payload":` + payload + `}]}]}`
+		apitest.WantError(t, s.Post(t, "/api/v1/transaction", body), 400, "Invalid JSON")
+		apitest.WantError(t, s.Post(t, "/api/v1/push", `{"items":[{"queue":"`+q+`","payload":`+payload+`}]}`), 400, "Invalid JSON")
+	}
+	if c := apitest.QueueCounts(t, q); c.Queues != 0 {
+		t.Fatalf("a rejected transaction was written: %+v", c)
+	}
+}
+
 // Contract B: a push transactionId with a lone surrogate is a 400 naming
 // transactionId, and nothing of the request is written. Today it silently
 // becomes U+FFFD, so two distinct ids ("\ud800", "\udbff") collide.
