@@ -121,18 +121,18 @@ type Broker struct {
 	// popMoved is closed, and replaced, when popMaintenance changes or the
 	// broker closes: it ends the waits of pops that came under maintenance.
 	// Guarded by popSwitch.
-	popMoved chan struct{}
-	closing        atomic.Bool
-	stopRefresh    chan struct{} // closed by Close: stops refreshMaintenance and watchLeases
-	refreshDone    chan struct{}
-	leasesDone     chan struct{}
-	cross          *crossProcess
-	stopCross      context.CancelFunc
-	acks           *ackCoalescer
-	leases         *leaseBook  // shared with the actors (deps.leases)
-	lost           *lostLeases // shared with the actors (deps.lost)
-	stats          *brokerStats
-	buf            *pushBuffer
+	popMoved    chan struct{}
+	closing     atomic.Bool
+	stopRefresh chan struct{} // closed by Close: stops refreshMaintenance and watchLeases
+	refreshDone chan struct{}
+	leasesDone  chan struct{}
+	cross       *crossProcess
+	stopCross   context.CancelFunc
+	acks        *ackCoalescer
+	leases      *leaseBook  // shared with the actors (deps.leases)
+	lost        *lostLeases // shared with the actors (deps.lost)
+	stats       *brokerStats
+	buf         *pushBuffer
 }
 
 // New starts the actor system and the registry.
