@@ -24,28 +24,47 @@ const listenerApp = "queengo-listener"
 // are bounded by the request timeout; waiting for notifications is not (a
 // frozen server delays them, and the connection carries on when it thaws).
 func (s *Store) Listen(ctx context.Context, ready func(), fn func(payload string)) {
-	backoff := 100 * time.Millisecond
+	var backoff time.Duration
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, ready, fn)
+		listened, err := s.listenOnce(ctx, ready, fn)
 		if ctx.Err() != nil {
 			return
 		}
+		backoff = nextListenBackoff(backoff, listened)
 		s.log.Warn("listener connection lost; reconnecting", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) error {
+// The listener reconnects after listenBackoffMin, doubling up to
+// listenBackoffMax while connecting or LISTEN keeps failing.
+const (
+	listenBackoffMin = 100 * time.Millisecond
+	listenBackoffMax = 5 * time.Second
+)
+
+// nextListenBackoff is the wait before the next reconnect, after the last
+// one waited last: the least after a connection that had its LISTEN in
+// place (each loss is a new incident), else twice last, within the bounds.
+func nextListenBackoff(last time.Duration, listened bool) time.Duration {
+	if listened || last == 0 {
+		return listenBackoffMin
+	}
+	return min(last*2, listenBackoffMax)
+}
+
+// listenOnce listens until the connection fails; listened reports whether
+// its LISTEN was in place.
+func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) (listened bool, err error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = listenerApp
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
@@ -56,13 +75,13 @@ func (s *Store) listenOnce(ctx context.Context, ready func(), fn func(string)) e
 	_, err = conn.Exec(lctx, "LISTEN "+NotifyChannel)
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	ready()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		fn(n.Payload)
 	}
