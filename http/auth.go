@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	nethttp "net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,9 +76,11 @@ type Auth struct {
 
 const (
 	// jwksUnknownKIDEvery spaces the JWKS fetches that unknown kids cause:
-	// the first token of a rotated key is served at once, while a client
-	// sending made-up kids costs the key server one fetch a minute.
-	jwksUnknownKIDEvery = time.Minute
+	// the first token of a rotated key is served at once, or, when another
+	// unknown kid caused a fetch moments ago, answered 503 (retryable) until
+	// the next, at most this long later; a client sending made-up kids costs
+	// the key server one fetch per period.
+	jwksUnknownKIDEvery = 10 * time.Second
 	// tokenCacheMaxAge bounds how long a verified token is trusted without
 	// a new signature check (never past its exp), so a key dropped from
 	// the JWKS stops being honoured a minute after the refresh that drops it.
@@ -314,6 +317,14 @@ func (a *Auth) algorithmError(alg string) refusal {
 	return refusal{errAlgorithmMismatch(alg, a.cfg.Algorithm)}
 }
 
+// refreshRefused reports whether an unknown kid's key lookup failed because
+// the rate limiter of unknown-kid refreshes refused it a fetch (jwkset's
+// "failed to wait for JWK Set refresh rate limiter"; the error carries no
+// type to test: TestJWKSUnknownKIDWithinThePeriodIsRetryable pins it).
+func refreshRefused(err error) bool {
+	return strings.Contains(err.Error(), "refresh rate limiter")
+}
+
 // tokenError maps a failed verification onto the answer the reference
 // server gives for it.
 func (a *Auth) tokenError(t *jwt.Token, err, fetchErr error) apiError {
@@ -324,9 +335,13 @@ func (a *Auth) tokenError(t *jwt.Token, err, fetchErr error) apiError {
 	case fetchErr != nil:
 		return errJWKSFetch
 	case errors.Is(err, keyfunc.ErrKeyfunc):
-		// No key for the kid after the refresh it was allowed, or none
-		// usable for the token's algorithm.
+		// No key for the kid after the refresh it was allowed (or, when it
+		// was not allowed one yet, pending), or none usable for the token's
+		// algorithm.
 		kid, _ := t.Header["kid"].(string)
+		if refreshRefused(err) {
+			return errKIDNotYetLooked(kid)
+		}
 		return errUnknownKID(kid)
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return errTokenDecode(err)

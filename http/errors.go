@@ -284,6 +284,15 @@ func errUnknownKID(kid string) apiError {
 	return apiError{fasthttp.StatusUnauthorized, "token_key_unknown", "Unknown key ID: " + kid}
 }
 
+// errKIDNotYetLooked is an unknown kid the JWKS was not fetched again for,
+// as it was moments ago (jwksUnknownKIDEvery): retryable, since a key just
+// published (a rotation) is found by the next fetch. A 401 would end the
+// SDKs' consume loops.
+func errKIDNotYetLooked(kid string) apiError {
+	return apiError{fasthttp.StatusServiceUnavailable, "token_key_refresh_pending",
+		"Unknown key ID: " + kid + " (the key set is fetched again within seconds; retry)"}
+}
+
 func errTokenDecode(err error) apiError {
 	return apiError{fasthttp.StatusUnauthorized, "token_malformed", "Token decode error: " + err.Error()}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -139,9 +140,7 @@ func TestAutoPicksTheKeyByTheTokensAlgorithm(t *testing.T) {
 }
 
 // JWT_JWKS_URL: keys are fetched at start and picked by kid, RSA and
-// Ed25519 alike; a rotated key (a new kid) is fetched at its first token;
-// further unknown kids are refused "Unknown key ID" without another fetch
-// (one refresh per minute at most).
+// Ed25519 alike; a rotated key (a new kid) is fetched at its first token.
 func TestJWKSPicksKeysByKidAndFollowsRotation(t *testing.T) {
 	t.Parallel()
 	j := newJWKS(t, 0, rsaJWK("rsa-1", rsaKey()), edJWK("ed-1", edKey()))
@@ -160,10 +159,36 @@ func TestJWKSPicksKeysByKidAndFollowsRotation(t *testing.T) {
 	if n := j.fetches.Load(); n != 2 {
 		t.Fatalf("%d JWKS fetches after the rotation, want 2", n)
 	}
-	wantRefused(t, "unknown kid", call(t, s, "GET", adminRoute, bearer(sign(t, jwt.SigningMethodRS256, rsaKey(), "rsa-9", admin)), nil),
-		http.StatusUnauthorized, "Unknown key ID: rsa-9")
+}
+
+// An unknown kid moments after a fetch gets no fetch of its own (one per
+// 10 s at most, so made-up kids cannot hammer the key server) and is
+// answered 503, retryable: it may be a key just published, which the next
+// fetch finds, and a 401 would end the SDKs' consume loops. Once a fetch
+// is allowed and finds no such key, it is 401 "Unknown key ID". A key
+// published meanwhile is served as soon as a fetch brings it.
+func TestJWKSUnknownKIDWithinThePeriodIsRetryable(t *testing.T) {
+	t.Parallel()
+	j := newJWKS(t, 0, rsaJWK("rsa-1", rsaKey()))
+	s := apitest.Start(t, "JWT_ENABLED=true", "JWT_ALGORITHM=RS256", "JWT_JWKS_URL="+j.URL)
+	admin := claims("x", "admin")
+	wantRefused(t, "made-up kid", call(t, s, "GET", adminRoute, bearer(sign(t, jwt.SigningMethodRS256, rsaKey(), "made-up", admin)), nil),
+		http.StatusUnauthorized, "Unknown key ID: made-up")
+	j.set(t, rsaJWK("rsa-1", rsaKey()), rsaJWK("rsa-2", rsaKey2()))
+	rotated := bearer(sign(t, jwt.SigningMethodRS256, rsaKey2(), "rsa-2", admin))
+	wantRefused(t, "a rotated key moments after a fetch", call(t, s, "GET", adminRoute, rotated, nil),
+		http.StatusServiceUnavailable, "Unknown key ID: rsa-2 (the key set is fetched again within seconds; retry)")
 	if n := j.fetches.Load(); n != 2 {
-		t.Fatalf("%d JWKS fetches after an unknown kid within the minute, want still 2", n)
+		t.Fatalf("%d JWKS fetches, want 2: at start and for the made-up kid", n)
+	}
+	err := apitest.Eventually(15*time.Second, 500*time.Millisecond, func() error {
+		if r := call(t, s, "GET", adminRoute, rotated, nil); r.status != http.StatusOK {
+			return fmt.Errorf("%d %s", r.status, r.body)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the rotated key was never served: %v", err)
 	}
 }
 
@@ -173,8 +198,11 @@ func TestJWKSDownIs500(t *testing.T) {
 	t.Parallel()
 	j := newJWKS(t, http.StatusServiceUnavailable)
 	s := apitest.Start(t, "JWT_ENABLED=true", "JWT_ALGORITHM=RS256", "JWT_JWKS_URL="+j.URL, "JWT_JWKS_TIMEOUT_MS=2000")
-	r := call(t, s, "GET", adminRoute, bearer(sign(t, jwt.SigningMethodRS256, rsaKey(), "rsa-1", claims("x", "admin"))), nil)
-	wantRefused(t, "JWKS down", r, http.StatusInternalServerError, "Failed to fetch JWKS")
+	token := bearer(sign(t, jwt.SigningMethodRS256, rsaKey(), "rsa-1", claims("x", "admin")))
+	wantRefused(t, "JWKS down", call(t, s, "GET", adminRoute, token, nil), http.StatusInternalServerError, "Failed to fetch JWKS")
+	// The next token, moments later, gets no fetch of its own: still a
+	// server-side refusal, retryable, not a 401.
+	wantRefused(t, "JWKS down, again", call(t, s, "GET", adminRoute, token, nil), http.StatusServiceUnavailable, "Unknown key ID: rsa-1 (the key set is fetched again within seconds; retry)")
 }
 
 // Invalid settings stop the broker at start with a message naming the
