@@ -94,16 +94,25 @@ func New(cfg Config, broker Broker) *Server {
 		watch: clientWatch{conns: map[uint64]*watched{}, stop: make(chan struct{})}}
 	r := router.New()
 	s.register(r, s.routes())
-	r.GlobalOPTIONS = func(ctx *fasthttp.RequestCtx) {
+	preflight := func(ctx *fasthttp.RequestCtx) {
 		setCORS(ctx)
 		ctx.Response.Header.Set("Access-Control-Max-Age", "86400")
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	}
+	r.GlobalOPTIONS = preflight
 	// No redirects: a POST client would follow a 308 or fail on it, and a
-	// path that is not a route is a client's mistake (404).
+	// path that is not a route is a client's mistake (404), but for a CORS
+	// preflight, which answers 204 on any path (the router calls
+	// GlobalOPTIONS only for the paths it has).
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	r.NotFound = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errRouteNotFound) }
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		if ctx.IsOptions() {
+			preflight(ctx)
+			return
+		}
+		writeError(ctx, errRouteNotFound)
+	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errMethodNotAllowed) }
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		log.Error("handler panic", "path", string(ctx.Path()), "panic", v)

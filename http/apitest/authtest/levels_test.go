@@ -107,7 +107,8 @@ func TestNoTokenIs401OnEveryNonPublicRoute(t *testing.T) {
 }
 
 // §1.2: /health and the metrics routes never ask, even for a token that
-// would be refused; OPTIONS (CORS preflight) neither.
+// would be refused; OPTIONS (CORS preflight) neither, on any path (§1.1: a
+// path that is no route included).
 func TestPublicRoutesNeverAsk(t *testing.T) {
 	t.Parallel()
 	s := hsBroker(t)
@@ -117,8 +118,11 @@ func TestPublicRoutesNeverAsk(t *testing.T) {
 				t.Errorf("GET %s with %q: %d %s", path, authz, r.status, r.body)
 			}
 		}
-		if r := call(t, s, "OPTIONS", "/api/v1/push", authz, nil); r.status != http.StatusNoContent {
-			t.Errorf("OPTIONS with %q: %d %s", authz, r.status, r.body)
+		for _, path := range []string{"/api/v1/push", "/api/v1/no-such-route"} {
+			r := call(t, s, "OPTIONS", path, authz, nil)
+			if r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "*" {
+				t.Errorf("OPTIONS %s with %q: %d %v %s", path, authz, r.status, r.header, r.body)
+			}
 		}
 	}
 }
