@@ -17,7 +17,7 @@ import (
 // absent and partitions 0 or less no cap (pop-routes.md).
 func (s *Server) parsePop(args *fasthttp.Args, r *queengo.PopRequest) *apiError {
 	var e *apiError
-	if r.Batch, e = intParam(args, "batch", 1, 1, maxBatch); e != nil {
+	if r.Batch, e = intParam(args, "batch", max(s.cfg.PopBatch, 1), 1, maxBatch); e != nil {
 		return e
 	}
 	if r.Partitions, e = intParam(args, "partitions", 1, noLowerBound, maxPartitionsCap); e != nil {
@@ -41,7 +41,11 @@ func (s *Server) parsePop(args *fasthttp.Args, r *queengo.PopRequest) *apiError 
 	if r.Group == "" {
 		r.Group = queengo.QueueModeGroup
 	}
-	switch string(args.Peek("subscriptionMode")) {
+	mode := string(args.Peek("subscriptionMode"))
+	if !args.Has("subscriptionMode") {
+		mode = s.cfg.PopSubscriptionMode
+	}
+	switch mode {
 	case "all":
 		r.SubMode = queengo.SubscriptionAll
 	case "new", "new-only":

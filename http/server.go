@@ -54,6 +54,11 @@ type Broker interface {
 type Config struct {
 	// PopTimeout is the long-poll deadline of a pop that sends no timeout.
 	PopTimeout time.Duration
+	// PopBatch is the batch of a pop that sends none (0: 1), and
+	// PopSubscriptionMode the subscriptionMode of one that sends none
+	// ("" or "all": all, "new" or "new-only": new).
+	PopBatch            int
+	PopSubscriptionMode string
 	// MaxBodySize caps a request body in bytes.
 	MaxBodySize int
 	// ReadTimeout bounds reading one request, headers and body, from the

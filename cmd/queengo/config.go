@@ -30,6 +30,8 @@ const (
 	// PopTimeoutDefault is the long-poll deadline when neither
 	// DEFAULT_TIMEOUT nor POP_DEFAULT_TIMEOUT_MS is set (pop-routes.md).
 	PopTimeoutDefault = 30 * time.Second
+	// PopBatchDefault is the batch of a pop that sends none (pop-routes.md).
+	PopBatchDefault = 1
 	// PopWaitInitialDefault, PopWaitThresholdDefault, PopWaitMultiplierDefault
 	// and PopWaitMaxDefault are the long-poll re-check backoff of
 	// pop-routes.md.
@@ -90,11 +92,16 @@ type Config struct {
 	PoolAcquireTimeout time.Duration
 	StatementTimeout   time.Duration
 	PopTimeout         time.Duration
-	PopWaitInitial     time.Duration
-	PopWaitThreshold   int
-	PopWaitMultiplier  float64
-	PopWaitMax         time.Duration
-	ShutdownTimeout    time.Duration
+	// PopBatch and PopSubscriptionMode are what a pop that sends no batch,
+	// or no subscriptionMode, gets: 1 and "" (all) unless set, as with the
+	// reference server's DEFAULT_BATCH_SIZE and DEFAULT_SUBSCRIPTION_MODE.
+	PopBatch            int
+	PopSubscriptionMode string
+	PopWaitInitial      time.Duration
+	PopWaitThreshold    int
+	PopWaitMultiplier   float64
+	PopWaitMax          time.Duration
+	ShutdownTimeout     time.Duration
 	// RequestTimeout bounds the database work of one request (connection
 	// wait and statements), enforced by the client: a frozen server never
 	// fires statement_timeout. A long poll's wait is not bounded by it.
@@ -155,7 +162,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{
 		Host: HostDefault, Port: PortDefault, PoolSize: PoolSizeDefault,
 		PoolAcquireTimeout: PoolAcquireTimeoutDefault, StatementTimeout: StatementTimeoutDefault,
-		PopTimeout: PopTimeoutDefault, PopWaitInitial: PopWaitInitialDefault,
+		PopTimeout: PopTimeoutDefault, PopBatch: PopBatchDefault, PopWaitInitial: PopWaitInitialDefault,
 		PopWaitThreshold: PopWaitThresholdDefault, PopWaitMultiplier: PopWaitMultiplierDefault,
 		PopWaitMax: PopWaitMaxDefault, ShutdownTimeout: ShutdownTimeoutDefault, ReadTimeout: ReadTimeoutDefault,
 		RequestTimeout:    RequestTimeoutDefault,
@@ -188,6 +195,10 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		e.millis("DEFAULT_TIMEOUT", &c.PopTimeout)
 	} else {
 		e.millis("POP_DEFAULT_TIMEOUT_MS", &c.PopTimeout)
+	}
+	e.int("DEFAULT_BATCH_SIZE", &c.PopBatch)
+	if v := getenv("DEFAULT_SUBSCRIPTION_MODE"); v != "" {
+		c.PopSubscriptionMode = v
 	}
 	e.millis("POP_WAIT_INITIAL_INTERVAL_MS", &c.PopWaitInitial)
 	e.int("POP_WAIT_BACKOFF_THRESHOLD", &c.PopWaitThreshold)
@@ -237,6 +248,8 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.PoolAcquireTimeout, "pool-acquire-timeout", c.PoolAcquireTimeout, "wait for a pooled connection (env DB_POOL_ACQUIRE_TIMEOUT_MS)")
 	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS, else DB_STATEMENT_TIMEOUT)")
 	fs.DurationVar(&c.PopTimeout, "pop-timeout", c.PopTimeout, "default long-poll timeout (env DEFAULT_TIMEOUT, else POP_DEFAULT_TIMEOUT_MS)")
+	fs.IntVar(&c.PopBatch, "pop-batch", c.PopBatch, "batch of a pop that sends none (env DEFAULT_BATCH_SIZE)")
+	fs.StringVar(&c.PopSubscriptionMode, "pop-subscription-mode", c.PopSubscriptionMode, "subscriptionMode of a pop that sends none: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown bound (env SHUTDOWN_TIMEOUT_MS)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "bound of one request's database work (env DB_REQUEST_TIMEOUT_MS)")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "bound of reading a request's headers and body, and of a new connection's silence (env HTTP_READ_TIMEOUT_MS)")
@@ -276,6 +289,10 @@ func (c *Config) validate() error {
 		return &configError{"HTTP_READ_TIMEOUT_MS", c.ReadTimeout.String(), "want more than 0"}
 	case c.PopTimeout < 0:
 		return &configError{"DEFAULT_TIMEOUT", c.PopTimeout.String(), "want 0 or more"}
+	case c.PopBatch < 1 || c.PopBatch > 10000:
+		return &configError{"DEFAULT_BATCH_SIZE", strconv.Itoa(c.PopBatch), "want 1 to 10000, a pop's batch range"}
+	case !slices.Contains([]string{"", "all", "new", "new-only"}, c.PopSubscriptionMode):
+		return &configError{"DEFAULT_SUBSCRIPTION_MODE", c.PopSubscriptionMode, `want all or new ("new-only" is new)`}
 	case c.PopWaitInitial <= 0:
 		return &configError{"POP_WAIT_INITIAL_INTERVAL_MS", c.PopWaitInitial.String(), "want more than 0"}
 	case c.PopWaitThreshold < 0:

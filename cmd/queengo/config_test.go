@@ -63,12 +63,31 @@ func TestConfig_DatabaseURLFromParts(t *testing.T) {
 func TestConfig_InvalidValueNamesVariable(t *testing.T) {
 	t.Parallel()
 	for name, val := range map[string]string{"PORT": "abc", "DB_POOL_SIZE": "0", "POP_WAIT_BACKOFF_MULTIPLIER": "x",
-		"LOG_LEVEL": "loud", "DEFAULT_TIMEOUT": "-1", "POP_WAIT_MAX_INTERVAL_MS": "10"} {
+		"LOG_LEVEL": "loud", "DEFAULT_TIMEOUT": "-1", "POP_WAIT_MAX_INTERVAL_MS": "10", "DEFAULT_BATCH_SIZE": "0",
+		"DEFAULT_SUBSCRIPTION_MODE": "sometimes"} {
 		_, err := loadConfig(nil, env(map[string]string{name: val}))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)
 		}
+	}
+}
+
+// TestConfig_PopDefaults: DEFAULT_BATCH_SIZE and DEFAULT_SUBSCRIPTION_MODE
+// (the reference server's names), overridden by -pop-batch and
+// -pop-subscription-mode; 1 and "" (all) when unset.
+func TestConfig_PopDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(nil, env(nil))
+	if err != nil || c.PopBatch != 1 || c.PopSubscriptionMode != "" {
+		t.Fatalf("unset: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
+	}
+	e := env(map[string]string{"DEFAULT_BATCH_SIZE": "10", "DEFAULT_SUBSCRIPTION_MODE": "new"})
+	if c, err = loadConfig(nil, e); err != nil || c.PopBatch != 10 || c.PopSubscriptionMode != "new" {
+		t.Fatalf("env: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
+	}
+	if c, err = loadConfig([]string{"-pop-batch", "5", "-pop-subscription-mode", "all"}, e); err != nil || c.PopBatch != 5 || c.PopSubscriptionMode != "all" {
+		t.Fatalf("flags: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
 	}
 }
 

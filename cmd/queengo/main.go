@@ -174,7 +174,8 @@ func run(cfg *Config, log *slog.Logger, migrateOnly bool) error {
 		store, log)
 	collector.Start()
 	defer collector.Stop()
-	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log, Auth: auth},
+	srv := qhttp.New(qhttp.Config{PopTimeout: cfg.PopTimeout, PopBatch: cfg.PopBatch, PopSubscriptionMode: cfg.PopSubscriptionMode,
+		ReadTimeout: cfg.ReadTimeout, Version: version, Logger: log, Auth: auth},
 		broker)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {

@@ -80,3 +80,22 @@ func TestD6_SubscriptionRouteUnknownGroupIs404(t *testing.T) {
 		t.Fatalf("%d records written for an unknown group", n)
 	}
 }
+
+// TestD6_DefaultSubscriptionModeAndBatchFromTheEnvironment: a broker started
+// with DEFAULT_SUBSCRIPTION_MODE=new and DEFAULT_BATCH_SIZE=2 (the reference
+// server's variables) gives a pop that sends neither a new group's durable
+// record new (the backlog is skipped) and a batch of 2; a pop that sends
+// them gets what it sent.
+func TestD6_DefaultSubscriptionModeAndBatchFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	s := apitest.Start(t, "DEFAULT_SUBSCRIPTION_MODE=new", "DEFAULT_BATCH_SIZE=2")
+	q := apitest.Unique(t, "envdefaults")
+	s.PushN(t, q, "p", 3) // the backlog
+	s.PopEmpty(t, apitest.PopQueue(q, "consumerGroup", "g"))
+	later := s.PushN(t, q, "p", 3).TxIDs()
+	apitest.WantTxIDs(t, "g after the backlog, batch 2", s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "g", "autoAck", "true")), later[:2])
+	p := s.PopOK(t, apitest.PopQueue(q, "consumerGroup", "h", "subscriptionMode", "all", "batch", "10", "autoAck", "true"))
+	if len(p.Messages) != 6 {
+		t.Fatalf("a pop sending subscriptionMode=all and batch=10 got %v, want all 6", p.TxIDs())
+	}
+}
