@@ -29,34 +29,36 @@ type apiError struct {
 
 // The request's own mistakes: 400, nothing done.
 var (
-	errEmptyBody          = apiError{fasthttp.StatusBadRequest, "empty_body", "Empty request body"}
-	errItemsRequired      = apiError{fasthttp.StatusBadRequest, "items_required", "items array is required"}
-	errItemObject         = apiError{fasthttp.StatusBadRequest, "item_not_object", "Each item must be an object"}
-	errQueueString        = apiError{fasthttp.StatusBadRequest, "queue_not_string", "Queue must be a string"}
-	errPartitionString    = apiError{fasthttp.StatusBadRequest, "partition_not_string", "Partition must be a string"}
-	errTxIDString         = apiError{fasthttp.StatusBadRequest, "transaction_id_not_string", "TransactionId must be a string"}
-	errTxIDTooLong        = apiError{fasthttp.StatusBadRequest, "transaction_id_too_long", "TransactionId must be at most 1024 bytes"}
-	errTraceIDString      = apiError{fasthttp.StatusBadRequest, "trace_id_not_string", "TraceId must be a string"}
-	errTraceIDUUID        = apiError{fasthttp.StatusBadRequest, "trace_id_not_uuid", "TraceId must be a UUID"}
-	errQueueRequired      = apiError{fasthttp.StatusBadRequest, "queue_required", "queue is required"}
-	errEnabledRequired    = apiError{fasthttp.StatusBadRequest, "enabled_required", "enabled (boolean) is required"}
-	errNamespaceString    = apiError{fasthttp.StatusBadRequest, "namespace_not_string", "namespace must be a string or null"}
-	errTaskString         = apiError{fasthttp.StatusBadRequest, "task_not_string", "task must be a string or null"}
-	errScopeRequired      = apiError{fasthttp.StatusBadRequest, "scope_required", "namespace or task is required"}
-	errTxIDRequired       = apiError{fasthttp.StatusBadRequest, "transaction_id_required", "transactionId is required"}
-	errPartitionRequired  = apiError{fasthttp.StatusBadRequest, "partition_id_required", "partitionId is required to ensure message uniqueness"}
-	errPartitionUUID      = apiError{fasthttp.StatusBadRequest, "partition_id_not_uuid", "partitionId must be a UUID"}
-	errAcksRequired       = apiError{fasthttp.StatusBadRequest, "acknowledgments_required", "acknowledgments array is required"}
-	errBatchTxID          = apiError{fasthttp.StatusBadRequest, "batch_transaction_id_invalid", "Each acknowledgment must have a valid transactionId string"}
-	errBatchPartition     = apiError{fasthttp.StatusBadRequest, "batch_partition_id_invalid", "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"}
-	errStatusString       = apiError{fasthttp.StatusBadRequest, "status_not_string", "status must be a string"}
-	errLeaseString        = apiError{fasthttp.StatusBadRequest, "lease_id_not_string", "leaseId must be a string or null"}
-	errErrorString        = apiError{fasthttp.StatusBadRequest, "error_not_string", "error must be a string or null"}
-	errGroupString        = apiError{fasthttp.StatusBadRequest, "consumer_group_not_string", "consumerGroup must be a string or null"}
-	errSeconds            = apiError{fasthttp.StatusBadRequest, "seconds_invalid", "seconds must be a positive integer"}
-	errOpsRequired        = apiError{fasthttp.StatusBadRequest, "operations_required", "operations array required"}
-	errOpsEmpty           = apiError{fasthttp.StatusBadRequest, "operations_empty", "operations array cannot be empty"}
-	errSubscriptionTSNull = apiError{fasthttp.StatusBadRequest, "subscription_timestamp_required", "Missing subscriptionTimestamp in request body"}
+	errEmptyBody         = apiError{fasthttp.StatusBadRequest, "empty_body", "Empty request body"}
+	errItemsRequired     = apiError{fasthttp.StatusBadRequest, "items_required", "items array is required"}
+	errItemObject        = apiError{fasthttp.StatusBadRequest, "item_not_object", "Each item must be an object"}
+	errQueueString       = apiError{fasthttp.StatusBadRequest, "queue_not_string", "Queue must be a string"}
+	errPartitionString   = apiError{fasthttp.StatusBadRequest, "partition_not_string", "Partition must be a string"}
+	errTxIDString        = apiError{fasthttp.StatusBadRequest, "transaction_id_not_string", "TransactionId must be a string"}
+	errTxIDTooLong       = apiError{fasthttp.StatusBadRequest, "transaction_id_too_long", "TransactionId must be at most 1024 bytes"}
+	errTraceIDString     = apiError{fasthttp.StatusBadRequest, "trace_id_not_string", "TraceId must be a string"}
+	errTraceIDUUID       = apiError{fasthttp.StatusBadRequest, "trace_id_not_uuid", "TraceId must be a UUID"}
+	errQueueRequired     = apiError{fasthttp.StatusBadRequest, "queue_required", "queue is required"}
+	errEnabledRequired   = apiError{fasthttp.StatusBadRequest, "enabled_required", "enabled (boolean) is required"}
+	errNamespaceString   = apiError{fasthttp.StatusBadRequest, "namespace_not_string", "namespace must be a string or null"}
+	errTaskString        = apiError{fasthttp.StatusBadRequest, "task_not_string", "task must be a string or null"}
+	errScopeRequired     = apiError{fasthttp.StatusBadRequest, "scope_required", "namespace or task is required"}
+	errTxIDRequired      = apiError{fasthttp.StatusBadRequest, "transaction_id_required", "transactionId is required"}
+	errPartitionRequired = apiError{fasthttp.StatusBadRequest, "partition_id_required", "partitionId is required to ensure message uniqueness"}
+	// errEmptyClearPartition: a queue clear's ?partition= given empty.
+	errEmptyClearPartition = apiError{fasthttp.StatusBadRequest, "clear_partition_empty", "partition must not be empty (leave it out to clear the whole queue)"}
+	errPartitionUUID       = apiError{fasthttp.StatusBadRequest, "partition_id_not_uuid", "partitionId must be a UUID"}
+	errAcksRequired        = apiError{fasthttp.StatusBadRequest, "acknowledgments_required", "acknowledgments array is required"}
+	errBatchTxID           = apiError{fasthttp.StatusBadRequest, "batch_transaction_id_invalid", "Each acknowledgment must have a valid transactionId string"}
+	errBatchPartition      = apiError{fasthttp.StatusBadRequest, "batch_partition_id_invalid", "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"}
+	errStatusString        = apiError{fasthttp.StatusBadRequest, "status_not_string", "status must be a string"}
+	errLeaseString         = apiError{fasthttp.StatusBadRequest, "lease_id_not_string", "leaseId must be a string or null"}
+	errErrorString         = apiError{fasthttp.StatusBadRequest, "error_not_string", "error must be a string or null"}
+	errGroupString         = apiError{fasthttp.StatusBadRequest, "consumer_group_not_string", "consumerGroup must be a string or null"}
+	errSeconds             = apiError{fasthttp.StatusBadRequest, "seconds_invalid", "seconds must be a positive integer"}
+	errOpsRequired         = apiError{fasthttp.StatusBadRequest, "operations_required", "operations array required"}
+	errOpsEmpty            = apiError{fasthttp.StatusBadRequest, "operations_empty", "operations array cannot be empty"}
+	errSubscriptionTSNull  = apiError{fasthttp.StatusBadRequest, "subscription_timestamp_required", "Missing subscriptionTimestamp in request body"}
 )
 
 // The request's own mistakes whose message names a field, a parameter or a

@@ -336,6 +336,11 @@ func (s *Server) handleClearQueue(ctx *fasthttp.RequestCtx) {
 	if e == nil {
 		part, e = nameParam(ctx.QueryArgs(), "partition")
 	}
+	if e == nil && part == "" && ctx.QueryArgs().Has("partition") {
+		// Present but empty: never widen a destructive call to the whole
+		// queue (a script's unset variable would clear everything).
+		e = &errEmptyClearPartition
+	}
 	if e != nil {
 		writeError(ctx, *e)
 		return

@@ -79,7 +79,8 @@ func TestClearQueue_ThenPushPopOnlyNew(t *testing.T) {
 }
 
 // A clear of one partition (?partition=, JS/Py clearQueue(name, partition))
-// leaves the others alone; an unknown queue or partition is 404.
+// leaves the others alone; an unknown queue or partition is 404, an empty
+// ?partition= is 400 (never the whole queue).
 func TestClearQueue_OnePartitionAndUnknown404(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
@@ -95,5 +96,7 @@ func TestClearQueue_OnePartitionAndUnknown404(t *testing.T) {
 	apitest.WantTxIDs(t, "partition b", got, keep.TxIDs())
 
 	apitest.WantError(t, s.Delete(t, "/api/v1/queues/"+q+"/clear?partition=zzz"), 404, "partition not found")
+	// Given but empty: refused, never the whole queue.
+	apitest.WantError(t, s.Delete(t, "/api/v1/queues/"+q+"/clear?partition="), 400, "partition must not be empty")
 	apitest.WantError(t, s.Delete(t, "/api/v1/queues/"+apitest.Unique(t, "none")+"/clear"), 404, "queue not found")
 }
