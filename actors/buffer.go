@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,19 @@ const (
 	// tick at most, and how often an unreachable database is probed.
 	BufferFlushIntervalDefault = 50 * time.Millisecond
 )
+
+// errReplayStuck is a replay batch that stopped at a record it could not
+// store; the loop tries again at its next tick.
+var errReplayStuck = errors.New("file buffer: a buffered push could not be stored yet; will retry")
+
+// replayGiveUpAfter is how long the replay retries a buffered push that
+// cannot be stored before it moves it to failed/: its failure may pass (a
+// queue at maxSize that consumers empty, a database that is read-only
+// during a failover, a full disk, a key the broker is restarted with), and
+// the pushes after it wait behind it, in order (D11); but a record that
+// fails for good must not hold the buffer, and with it every push it
+// diverts, for ever.
+const replayGiveUpAfter = 30 * time.Minute
 
 // replayErrorLogEvery spaces the log lines of a replay that keeps failing
 // (it is retried every tick).
@@ -171,6 +185,9 @@ type pushBuffer struct {
 	head     *filebuffer.File
 	headRecs [][]byte
 	headDone atomic.Int64
+	// stuckSince is when the record at headDone first failed to be stored
+	// (zero: it has not); owned by the loop.
+	stuckSince time.Time
 	// errLogged is when the loop last logged a failed replay.
 	errLogged time.Time
 
@@ -361,7 +378,12 @@ func (p *pushBuffer) step() {
 }
 
 // replayBatch stores the next batch of at most p.batch records, in file
-// order, and removes a file once all its records are stored.
+// order, and removes a file once all its records are stored. It stops at a
+// record that could not be stored (errReplayStuck): that record and the ones
+// after it are tried again at the next tick, in order (those stored
+// meanwhile come back duplicate, as their transaction ids are kept), until
+// it has failed for replayGiveUpAfter and moves to failed/. An undecodable
+// record moves to failed/ at once.
 func (p *pushBuffer) replayBatch() error {
 	if p.head == nil {
 		files := p.files.log.Files()
@@ -381,18 +403,21 @@ func (p *pushBuffer) replayBatch() error {
 		p.headDone.Store(0)
 	}
 	start := int(p.headDone.Load())
-	end := min(start+p.batch, len(p.headRecs))
-	items := make([]queengo.PushItem, 0, end-start)
-	var bad [][]byte
-	for _, rec := range p.headRecs[start:end] {
+	recs := p.headRecs[start:min(start+p.batch, len(p.headRecs))]
+	items := make([]queengo.PushItem, 0, len(recs))
+	at := make([]int, 0, len(recs)) // the record of each item, in recs
+	var bad []int
+	for i, rec := range recs {
 		it, err := decodeItem(rec)
 		if err != nil {
-			bad = append(bad, rec)
+			bad = append(bad, i)
 			continue
 		}
-		items = append(items, it)
+		items, at = append(items, it), append(at, i)
 	}
+	done := len(recs) // the records of recs this batch settles
 	var failed [][]byte
+	var stuck error
 	if len(items) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 		res, err := p.b.pushDirect(ctx, items)
@@ -400,18 +425,32 @@ func (p *pushBuffer) replayBatch() error {
 		if err != nil {
 			return err
 		}
-		for i, r := range res {
-			if r.Status == queengo.PushFailed {
-				p.log.Error("file buffer: a buffered push cannot be stored; kept in failed/", "queue", items[i].Queue,
-					"partition", items[i].Partition, "transactionId", items[i].TransactionID, "err", r.Err)
-				failed = append(failed, encodeItem(nil, &items[i], time.Now().UnixMilli()))
+		if k := slices.IndexFunc(res, func(r queengo.PushResult) bool { return r.Status == queengo.PushFailed }); k < 0 {
+			p.stuckSince = time.Time{}
+		} else {
+			it := &items[k]
+			done = at[k]
+			stuck = fmt.Errorf("%w: queue %q partition %q transaction %q: %v", errReplayStuck, it.Queue, it.Partition,
+				it.TransactionID, res[k].Err)
+			switch {
+			case p.stuckSince.IsZero():
+				p.stuckSince = time.Now()
+			case time.Since(p.stuckSince) >= replayGiveUpAfter:
+				p.log.Error("file buffer: a buffered push could not be stored for "+replayGiveUpAfter.String()+
+					"; kept in failed/", "queue", it.Queue, "partition", it.Partition, "transactionId", it.TransactionID,
+					"err", res[k].Err)
+				failed = append(failed, encodeItem(nil, it, time.Now().UnixMilli()))
+				p.stuckSince, done = time.Time{}, at[k]+1
 			}
 		}
 	}
-	for range bad {
-		p.log.Error("file buffer: an undecodable record; kept in failed/")
+	for _, i := range bad {
+		if i < done {
+			p.log.Error("file buffer: an undecodable record; kept in failed/")
+			failed = append(failed, recs[i])
+		}
 	}
-	if failed = append(failed, bad...); len(failed) > 0 {
+	if len(failed) > 0 {
 		// Never dropped: a record that cannot be stored moves to failed/
 		// before its file may go.
 		if err := p.files.failed.Append(failed); err != nil {
@@ -419,16 +458,16 @@ func (p *pushBuffer) replayBatch() error {
 		}
 		failedRecords.Add(len(failed))
 	}
-	replayedRecords.Add(end - start - len(failed))
-	p.headDone.Store(int64(end))
-	if end == len(p.headRecs) {
+	replayedRecords.Add(done - len(failed))
+	p.headDone.Store(int64(start + done))
+	if start+done == len(p.headRecs) {
 		if err := p.files.log.Remove(*p.head); err != nil {
 			return err
 		}
 		p.head, p.headRecs = nil, nil
 		p.headDone.Store(0)
 	}
-	return nil
+	return stuck
 }
 
 // close stops the replay loop; the logs stay open (their owner closes them).

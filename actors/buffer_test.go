@@ -23,6 +23,7 @@ import (
 type bufferStore struct {
 	*fakeStore
 	down    atomic.Bool
+	refuse  atomic.Bool // every Append fails with an error that is not "down"
 	appends atomic.Int64
 	mu      sync.Mutex
 	order   map[uuid.UUID][]string
@@ -72,6 +73,9 @@ func setupBuffer(t *testing.T, withFiles bool) *bufferBundle {
 		bs.appends.Add(1)
 		if bs.down.Load() {
 			return fmt.Errorf("%w: connection refused", queengo.ErrUnavailable)
+		}
+		if bs.refuse.Load() {
+			return errors.New("ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
 		}
 		bs.mu.Lock()
 		defer bs.mu.Unlock()
@@ -176,6 +180,41 @@ func TestPushBuffer_DatabaseDownBuffersAndReplaysInOrder(t *testing.T) {
 	}
 	if st := bb.b.BufferStats(); st.Files != 0 || st.Bytes != 0 || !st.DBHealthy {
 		t.Fatalf("stats after the drain %+v, want no files", st)
+	}
+}
+
+// D11, in order and nothing lost: a replay whose records the store refuses
+// with an error that is not "the database is down" (a database read-only
+// during a failover, a full disk, a queue at maxSize) stops at the first
+// refused record and tries again, in order; once the store takes them
+// they are stored, none moves to failed/.
+func TestPushBuffer_ReplayRetriesWhatTheStoreRefusesInOrder(t *testing.T) {
+	t.Parallel()
+	bb := setupBuffer(t, true)
+	ctx := context.Background()
+	if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	bb.push(t, "P", "r1", "r2")
+	bb.push(t, "P", "r3", "r4", "r5")
+	bb.store.refuse.Store(true)
+	refusedAt := bb.store.appends.Load()
+	if err := bb.b.SetPushMaintenance(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for bb.store.appends.Load() < refusedAt+3 { // three refused tries
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := bb.b.BufferStats(); st.Pending != 5 || st.Failed != 0 || !st.Active {
+		t.Fatalf("stats while the store refuses %+v, want 5 pending, none failed, active", st)
+	}
+	bb.store.refuse.Store(false)
+	bb.drained(t)
+	if got := fmt.Sprint(bb.store.stored(uuid.NewSHA1(uuid.NameSpaceOID, []byte("P")))); got != "[r1 r2 r3 r4 r5]" {
+		t.Fatalf("stored %s, want [r1 r2 r3 r4 r5]", got)
+	}
+	if st := bb.b.BufferStats(); st.Failed != 0 {
+		t.Fatalf("%d records in failed/, want none", st.Failed)
 	}
 }
 
