@@ -322,6 +322,10 @@ func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queeng
 			// they have not contacted at their next round.
 			s.log.Warn("claim round: first contact failed", "err", err)
 		}
+		if n, err := r.giveBack(ctx, c, out); err != nil || n < 0 {
+			s.log.Error("claim round: autoAck messages that could not be read stay committed (lost for their group)",
+				"err", err, "spans", -n)
+		}
 		r.finish(out)
 	}
 	return nil
@@ -347,6 +351,10 @@ type scopeRound struct {
 	// AppendClaim); riding is it while it rides in the batch under way.
 	lead, riding *roundLead
 	batched      bool // a batch of the round was started
+	// committed are the spans the round's autoAck pops committed, in
+	// order: when a pop's answer cannot be read (a payload sealed with a
+	// key this process lacks) they are given back (giveBack).
+	committed []autoSpan
 }
 
 type preStatement struct {
@@ -929,6 +937,9 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 				res.Spans = append(res.Spans, queengo.Span{PartitionID: pid.Bytes, Partition: pname.String, Queue: qname.String,
 					From: from.Int64, To: from.Int64 + taken.Int64 - 1, Lease: time.Duration(leaseMS.Int64) * time.Millisecond})
 				span = &res.Spans[len(res.Spans)-1]
+				if r.claims[p.claim].AutoAck {
+					r.committed = append(r.committed, autoSpan{claim: p.claim, pid: pid.Bytes, from: span.From, to: span.To})
+				}
 			}
 			if call.direct {
 				if state == entryFree {
@@ -946,8 +957,9 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 		// rows.Scan into []byte copies the value out of the read buffer, so
 		// payloads may alias it after the next row is read.
 		if err := decodeSegment(res, frames, first.Int64, span.From, span.To, dead, created.String, span.PartitionID, span.Partition, span.Queue); err != nil {
-			// The statement ran; only this pop's answer is unusable (its
-			// leases expire and the messages are delivered again).
+			// The statement ran; only this pop's answer is unusable: its
+			// leases expire and the messages are delivered again, or, for
+			// autoAck, its spans are given back (giveBack).
 			*res = queengo.ClaimResult{Err: fmt.Errorf("error reading claim: %w", err)}
 		}
 		frames = nil
@@ -987,20 +999,71 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 	return nil
 }
 
+// autoSpan is a span an autoAck pop's claim committed: the group's cursor on
+// the partition moved from from-1 to to.
+type autoSpan struct {
+	claim    int
+	pid      uuid.UUID
+	from, to int64
+}
+
+// giveBack moves back the cursors of the spans that autoAck pops committed
+// and whose answers could not be read (their result is an error): autoAck is
+// at-most-once, and such messages were never delivered, so they are claimed
+// again by the group's next pop (a broker with the key reads them) instead
+// of being lost. A cursor that moved on since (another round of the group)
+// stays: it returns minus how many spans could not be given back.
+func (r *scopeRound) giveBack(ctx context.Context, c *pgxpool.Conn, out []queengo.ClaimResult) (int, error) {
+	var pids []pgtype.UUID
+	var groups []string
+	var froms, tos []int64
+	for _, sp := range r.committed {
+		if out[sp.claim].Err == nil {
+			continue
+		}
+		pids, froms, tos = append(pids, pgUUID(sp.pid)), append(froms, sp.from), append(tos, sp.to)
+		groups = append(groups, r.claims[sp.claim].Group)
+	}
+	if len(pids) == 0 {
+		return 0, nil
+	}
+	tag, err := c.Exec(ctx, `WITH back AS (
+    SELECT c.partition_id, c.consumer_group, u.first, u.last
+      FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[]) AS u(pid, grp, first, last)
+      JOIN queen.cursors c ON c.partition_id = u.pid AND c.consumer_group = u.grp COLLATE "C"
+     WHERE c.committed = u.last AND c.lease_id IS NULL
+     ORDER BY c.partition_id, c.consumer_group
+       FOR UPDATE OF c
+)
+UPDATE queen.cursors c SET committed = b.first - 1,
+       total_consumed = greatest(c.total_consumed - (b.last - b.first + 1), 0)
+  FROM back b
+ WHERE c.partition_id = b.partition_id AND c.consumer_group = b.consumer_group AND c.committed = b.last`,
+		pids, groups, froms, tos)
+	if err != nil {
+		return 0, err
+	}
+	if n := int(tag.RowsAffected()); n < len(pids) {
+		return n - len(pids), nil
+	}
+	return len(pids), nil
+}
+
 // passState is what a claim pass changes of a round: its pops' counters,
 // their results and the groups' entries, as they were before the pass.
 type passState struct {
-	pops    []roundPop
-	out     []queengo.ClaimResult // per pop
-	entries [][]roundEntry        // per group
-	missing [][]uuid.UUID         // per group
+	committed int // len(scopeRound.committed)
+	pops      []roundPop
+	out       []queengo.ClaimResult // per pop
+	entries   [][]roundEntry        // per group
+	missing   [][]uuid.UUID         // per group
 }
 
 // save returns the round's state before a pass; restore puts it back when
 // the pass failed. Results are copied as values: a pass only appends to
 // their spans and messages, so the saved lengths are what came before it.
 func (r *scopeRound) save(out []queengo.ClaimResult) passState {
-	st := passState{pops: slices.Clone(r.pops), out: make([]queengo.ClaimResult, len(r.pops)),
+	st := passState{committed: len(r.committed), pops: slices.Clone(r.pops), out: make([]queengo.ClaimResult, len(r.pops)),
 		entries: make([][]roundEntry, len(r.groups)), missing: make([][]uuid.UUID, len(r.groups))}
 	for i, p := range r.pops {
 		st.out[i] = out[p.claim]
@@ -1012,6 +1075,7 @@ func (r *scopeRound) save(out []queengo.ClaimResult) passState {
 }
 
 func (r *scopeRound) restore(st passState, out []queengo.ClaimResult) {
+	r.committed = r.committed[:st.committed]
 	copy(r.pops, st.pops)
 	for i, p := range r.pops {
 		out[p.claim] = st.out[i]

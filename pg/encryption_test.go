@@ -223,3 +223,49 @@ WHERE partition_id = $1`, pid); err != nil {
 		t.Fatalf("message view: %v, want ErrEncryptionKeyUnknown", err)
 	}
 }
+
+// An autoAck pop whose messages cannot be read (sealed with a key this
+// process lacks) commits nothing: its claim's cursor move is given back, so
+// the group's next pop, on a broker with the key, gets them (autoAck is
+// at-most-once delivery, not loss of what was never delivered).
+func TestEncryption_AnAutoAckPopThatCannotReadItsMessagesLosesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openKeyed(t, newKey())
+	q, pid := encryptedQueue(t, s)
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("t1"), frame("t2")}, Seal: true}}); err != nil {
+		t.Fatal(err)
+	}
+	db := session(t, "10s")
+	var sealed []byte
+	if err := db.QueryRow(ctx, `SELECT frames FROM queen.segments WHERE partition_id = $1`, pid).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	// The first frame's key id, as in TestEncryption_UnknownKeyFailsTheRead.
+	if _, err := db.Exec(ctx, `UPDATE queen.segments SET frames = overlay(frames PLACING '\xdeadbeef'::bytea FROM 22)
+WHERE partition_id = $1`, pid); err != nil {
+		t.Fatal(err)
+	}
+	auto := func() queengo.ClaimResult {
+		t.Helper()
+		res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 10, AutoAck: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	if r := auto(); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
+		t.Fatalf("autoAck claim: %+v, want ErrEncryptionKeyUnknown", r)
+	}
+	var committed int64
+	if err := db.QueryRow(ctx, `SELECT committed FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'g'`,
+		pid).Scan(&committed); err != nil || committed != 0 {
+		t.Fatalf("the group's cursor at %d (%v) after the claim that could not be read, want 0", committed, err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE queen.segments SET frames = $2 WHERE partition_id = $1`, pid, sealed); err != nil {
+		t.Fatal(err)
+	}
+	if r := auto(); r.Err != nil || len(r.Messages) != 2 {
+		t.Fatalf("autoAck claim once the key is there: %d messages, %v; want both", len(r.Messages), r.Err)
+	}
+}
