@@ -631,6 +631,7 @@ func (b *Broker) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.D
 	d, f, err := b.cfg.Store.RequeueDeadLetter(ctx, id)
 	if err == nil {
 		b.freed(d.Queue, d.PartitionID, "")
+		b.stats.drop()
 	}
 	return d, f, err
 }

@@ -38,6 +38,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, er
 		return false, err
 	}
 	b.queueChanged(name, true)
+	b.stats.drop()
 	return existed, nil
 }
 
@@ -114,7 +115,11 @@ func (b *Broker) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]qu
 // DeleteDeadLetter removes a dead letter, or fails with an error wrapping
 // queengo.ErrNotFound when there is none. The offset stays resolved.
 func (b *Broker) DeleteDeadLetter(ctx context.Context, id uuid.UUID) error {
-	return b.cfg.Store.DeleteDeadLetter(ctx, id)
+	err := b.cfg.Store.DeleteDeadLetter(ctx, id)
+	if err == nil {
+		b.stats.drop()
+	}
+	return err
 }
 
 // GetMessage returns the management view of one message (D10), or an error

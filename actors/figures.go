@@ -24,7 +24,8 @@ import (
 //     (one for all the readers waiting).
 //
 // drop forgets the result: POST /api/v1/stats/refresh and the operator's
-// writes (seek, group and queue deletes, clears) call it, so the next read
+// writes (seek, group and queue deletes, clears, DLQ requeues and deletes)
+// call it, so the next read
 // computes anew and a computation that started before the drop is not kept.
 type figures[T any] struct {
 	compute func(context.Context) (T, error)

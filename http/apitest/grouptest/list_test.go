@@ -262,3 +262,28 @@ func TestGroupGet_LaggingIsALiteral(t *testing.T) {
 		t.Fatalf("lagging: %d %s", r.Status, r.Body)
 	}
 }
+
+// A queue delete drops the shared figures, as the other operator writes do:
+// the group list read right after it no longer shows the deleted queue's
+// group (it was cached a moment before).
+func TestGroupList_AQueueDeleteDropsTheFigures(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q, g := apitest.Unique(t, "gdel"), apitest.Unique(t, "g")
+	s.PushN(t, q, "", 1)
+	consume(t, s, q, g)
+	if listEntry(t, s, g, q) == nil {
+		t.Fatal("the group is not listed before the delete")
+	}
+	if r := s.Delete(t, "/api/v1/resources/queues/"+q); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	r := s.Get(t, "/api/v1/consumer-groups?limit=10000")
+	var list []entry
+	r.JSON(t, &list)
+	for _, e := range list {
+		if e.Name == g {
+			t.Fatalf("the group of the deleted queue is still listed: %+v", e)
+		}
+	}
+}
