@@ -81,6 +81,8 @@ BEGIN
           FROM queen.attempts a
           JOIN queen.cursors c ON c.partition_id = a.partition_id AND c.consumer_group = a.consumer_group
          WHERE ($1 IS NULL OR a.partition_id = ANY ($1)) AND a."offset" > c.committed
+           -- acked inside the live lease: completed, not failed
+           AND NOT (c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND a."offset" = ANY (c.acked))
          GROUP BY a.partition_id
     ), dl AS (
         SELECT d.partition_id, count(*) AS n FROM queen.dead_letters d WHERE d.listed AND ($1 IS NULL OR d.partition_id = ANY ($1))

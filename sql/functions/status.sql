@@ -73,7 +73,7 @@ BEGIN
     any_att AS (SELECT EXISTS (SELECT 1 FROM queen.attempts a WHERE a.partition_id IN (SELECT p.id FROM p)) AS yes),
     x AS (
         SELECT c.partition_id, c.consumer_group, p.head, p.base, greatest(c.committed, p.base) AS committed,
-               c.total_consumed, c.last_consumed_at, cardinality(c.acked) AS acked, c.lease_end,
+               c.total_consumed, c.last_consumed_at, cardinality(c.acked) AS acked, c.acked AS acked_offs, c.lease_end,
                (c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS live
           FROM p JOIN queen.cursors c ON c.partition_id = p.id),
     y AS (
@@ -90,7 +90,8 @@ BEGIN
                CASE WHEN (SELECT yes FROM any_att) THEN
                    (SELECT count(*) FROM queen.attempts a
                      WHERE a.partition_id = y.partition_id AND a.consumer_group = y.consumer_group
-                       AND a."offset" > y.committed AND a.failures > 0) ELSE 0 END AS failed
+                       AND a."offset" > y.committed AND a.failures > 0
+                       AND NOT (y.live AND a."offset" = ANY (y.acked_offs))) ELSE 0 END AS failed
           FROM y),
     a AS (
         SELECT z.partition_id, count(*)::integer AS groups,
