@@ -31,7 +31,7 @@ const (
 
 // ackCommitItems is the number of items each ack commit carried, lease
 // extends counted one each.
-var ackCommitItems = metrics.NewHistogram(`queengo_ack_commit_items`)
+var ackCommitItems = metrics.NewPrometheusHistogramExt(`queengo_ack_commit_items`, sizeBuckets)
 
 // ackCoalescer merges acknowledgements and lease extensions as queue actors
 // merge pushes: one ack commit is in flight (more only for a large

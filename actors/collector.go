@@ -153,7 +153,7 @@ var (
 	sampleQueueRows  = metrics.NewCounter(`queengo_metrics_samples_queue_rows_total`)
 	sampleDropped    = metrics.NewCounter(`queengo_metrics_queue_rows_dropped_total`)
 	sampleDeleted    = metrics.NewCounter(`queengo_metrics_samples_deleted_total`)
-	sampleTickTime   = metrics.NewHistogram(`queengo_metrics_sample_duration_seconds`)
+	sampleTickTime   = metrics.NewPrometheusHistogramExt(`queengo_metrics_sample_duration_seconds`, secondsBuckets)
 	latestSnapshot   atomic.Pointer[queengo.MetricsSnapshot]
 	processStartTime = time.Now()
 )

@@ -26,10 +26,14 @@ var (
 	ackRequests    = metrics.NewCounter(`queengo_ack_requests_total`)
 	ackItems       = metrics.NewCounter(`queengo_ack_items_total`)
 	ackFailed      = metrics.NewCounter(`queengo_ack_item_failures_total`)
-	pushDuration   = metrics.NewHistogram(`queengo_request_duration_seconds{route="push"}`)
-	popDuration    = metrics.NewHistogram(`queengo_request_duration_seconds{route="pop"}`)
-	ackDuration    = metrics.NewHistogram(`queengo_request_duration_seconds{route="ack"}`)
+	pushDuration   = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets)
+	popDuration    = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets)
+	ackDuration    = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets)
 )
+
+// secondsBuckets are the request latency histograms' buckets (Prometheus'
+// kind, le): from half a millisecond to an hour, a long poll's longest.
+var secondsBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600}
 
 var started = time.Now()
 

@@ -147,3 +147,27 @@ func TestMetricsJSON_RealValues(t *testing.T) {
 		t.Fatalf("metrics %v", m)
 	}
 }
+
+// /metrics/prometheus histograms are Prometheus' kind (cumulative `le`
+// buckets, `_sum`, `_count`), so histogram_quantile works on them: after a
+// push and a pop, the push latency histogram's +Inf bucket counts every
+// push and equals its _count, and the claim rounds' sizes have le buckets.
+func TestPrometheus_HistogramsHaveLeBuckets(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := apitest.Unique(t, "hist")
+	s.PushN(t, q, "", 1)
+	s.PopOK(t, apitest.PopQueue(q, "autoAck", "true")) // a claim round
+	r := s.Get(t, "/metrics/prometheus")
+	if strings.Contains(string(r.Body), "vmrange") {
+		t.Fatal("a histogram with vmrange buckets, which Prometheus cannot read")
+	}
+	inf, ok := apitest.PromValue(r.Body, "queengo_request_duration_seconds_bucket", `route="push",le="+Inf"`)
+	count, _ := apitest.PromValue(r.Body, "queengo_request_duration_seconds_count", `route="push"`)
+	if !ok || inf < 1 || inf != count {
+		t.Fatalf("push latency: +Inf bucket %v (%v), count %v", inf, ok, count)
+	}
+	if _, ok := apitest.PromValue(r.Body, "queengo_claim_round_pops_bucket", `le="10000"`); !ok {
+		t.Fatal("no le bucket of queengo_claim_round_pops")
+	}
+}
