@@ -376,6 +376,7 @@ func (l *Log) write(batch []*appendReq) error {
 		f := l.files[len(l.files)-1]
 		cur = written{seq: f.Seq, records: f.Records, bytes: f.Bytes}
 	}
+	start, had := cur, l.cur != nil // the current file as the batch found it
 	l.mu.Unlock()
 	var (
 		buf   []byte
@@ -389,6 +390,19 @@ func (l *Log) write(batch []*appendReq) error {
 			f.Close()
 		}
 		l.brokenLocked(err)
+		// Every append of the batch is answered with the error, so no
+		// record of it may stay to be replayed (a pusher that sends it again
+		// would have it twice): cut the file it started in back to where it
+		// was, and drop the files it started.
+		first := 0
+		if had {
+			_ = os.Truncate(l.path(start.seq), start.bytes)
+			first = 1
+		}
+		for _, a := range added[min(first, len(added)):] {
+			_ = os.Remove(l.path(a.seq))
+			l.files = slices.DeleteFunc(l.files, func(f File) bool { return f.Seq == a.seq })
+		}
 		return l.broken
 	}
 	if l.cur != nil {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -346,5 +349,57 @@ func TestLog_DirectoryHeldByOneLogAtATime(t *testing.T) {
 	b.reopen(t, Options{})
 	if err := b.log.Append([][]byte{[]byte("after")}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A write that fails part way (here EFBIG from RLIMIT_FSIZE, as a full disk's
+// ENOSPC would) answers the batch's appends with the error and leaves none
+// of its records to be replayed, before or after a restart: a pusher told
+// its push failed may send it again. Not parallel: the file size limit is
+// the process's.
+func TestLog_AFailedWriteLeavesNothingOfItsBatch(t *testing.T) {
+	signal.Ignore(syscall.SIGXFSZ)
+	b := setup(t, Options{})
+	if err := b.log.Append([][]byte{[]byte("acked")}); err != nil {
+		t.Fatal(err)
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// Room for the first record and one more of the batch, not both.
+	size := int64(0)
+	for _, f := range b.log.Files() {
+		size += f.Bytes
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(size) + 150, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.log.Append([][]byte{[]byte("A" + strings.Repeat("a", 99)), []byte("B" + strings.Repeat("b", 99))})
+	if lerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); lerr != nil {
+		t.Fatal(lerr)
+	}
+	if err == nil {
+		t.Fatal("the append did not fail")
+	}
+	records := func() []string {
+		var got []string
+		for _, f := range b.log.Files() {
+			recs, err := b.log.Read(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				got = append(got, string(r))
+			}
+		}
+		return got
+	}
+	if got := records(); len(got) != 1 || got[0] != "acked" {
+		t.Fatalf("records left after the failed write: %q, want only the acknowledged one", got)
+	}
+	b.reopen(t, Options{})
+	if got := records(); len(got) != 1 || got[0] != "acked" {
+		t.Fatalf("records after a restart: %q, want only the acknowledged one", got)
 	}
 }
