@@ -348,16 +348,7 @@ VALUES ($1, 'expired', 0, gen_random_uuid(), 3, now() - interval '1 second', '{2
        ($1, 'working', 0, gen_random_uuid(), 3, now() + interval '1 minute', '{}')`, l.pid); err != nil {
 		t.Fatal(err)
 	}
-	targets, err := l.rc.EvictionTargets(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []queengo.CursorKey
-	for _, k := range targets {
-		if k.Partition == l.pid {
-			mine = append(mine, k)
-		}
-	}
+	mine := l.targetsOf(t)
 	if want := []queengo.CursorKey{{Partition: l.pid, Group: "expired"}, {Partition: l.pid, Group: "idle"}}; !slices.Equal(mine, want) {
 		t.Fatalf("targets %v, want %v", mine, want)
 	}

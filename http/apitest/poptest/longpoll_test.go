@@ -548,37 +548,59 @@ func TestD12_ParkedPopHoldsNoConnection(t *testing.T) {
 // samples parked pops every 100 ms: the push waits until the park is empty.
 func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 	t.Parallel()
-	// No re-check while the test runs: a parked pop out for its re-check is
-	// not counted parked, and WaitParked(0) would take that for the hang-up
-	// (then the re-check, still the gone client's, could claim the push).
-	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100", "POP_WAIT_INITIAL_INTERVAL_MS=120000",
-		"POP_WAIT_MAX_INTERVAL_MS=120000")
+	s := hangUpBroker(t)
 	q := apitest.Unique(t, "gone")
 	s.Configure(t, q, map[string]any{}) // the sampler counts the queues it lists
+	leaveParked(t, s, q)
+	s.WaitParked(t, q, 0) // the broker checks parked sockets every 500 ms
+	txs := s.PushN(t, q, "Default", 1).TxIDs()
+	r := popAsAnotherClient(t, s, q, "3000")
+	apitest.WantTxIDs(t, "second client", r.Pop, txs)
+	if c := cursorOf(t, q, "Default", "g"); c.LeaseID != r.Pop.LeaseID {
+		t.Fatalf("cursor lease %q, the second client's %q", c.LeaseID, r.Pop.LeaseID)
+	}
+}
+
+// hangUpBroker starts a broker of its own that samples parked pops every
+// 100 ms and whose parked pops do not re-check while a test runs: a parked
+// pop out for its re-check is not counted parked, and WaitParked(0) would
+// take that for the hang-up (then the re-check, still the gone client's,
+// could claim the push).
+func hangUpBroker(t *testing.T) *apitest.Server {
+	t.Helper()
+	return apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100", "POP_WAIT_INITIAL_INTERVAL_MS=120000",
+		"POP_WAIT_MAX_INTERVAL_MS=120000")
+}
+
+// leaveParked parks a long poll of group g on q through a client of its
+// own, waits until it is parked, and hangs up. Its timeout outlasts
+// WaitParked's 15 s: only dropping it empties the park.
+func leaveParked(t *testing.T, s *apitest.Server, q string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := &http.Client{Transport: &http.Transport{}}
-	// Its timeout outlasts WaitParked's 15 s: only dropping it empties the park.
 	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "60000"))
 	s.WaitParked(t, q, 1)
 	cancel()
 	if o := <-ch; o.err == nil {
 		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
 	}
-	s.WaitParked(t, q, 0) // the broker checks parked sockets every 500 ms
-	txs := s.PushN(t, q, "Default", 1).TxIDs()
+}
+
+// popAsAnotherClient long-polls group g on q through a new client, for
+// timeout ms, and requires a delivery.
+func popAsAnotherClient(t *testing.T, s *apitest.Server, q, timeout string) *apitest.PopResult {
+	t.Helper()
 	other := &http.Client{Transport: &http.Transport{}}
 	r, err := s.WithClient(other).PopCtx(context.Background(),
-		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "3000"))
+		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", timeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Status != 200 {
-		t.Fatalf("the second client got %d %q: the message went to the client that left", r.Status, r.Body)
+		t.Fatalf("the next client got %d %q: the message went to the client that left", r.Status, r.Body)
 	}
-	apitest.WantTxIDs(t, "second client", r.Pop, txs)
-	if c := cursorOf(t, q, "Default", "g"); c.LeaseID != r.Pop.LeaseID {
-		t.Fatalf("cursor lease %q, the second client's %q", c.LeaseID, r.Pop.LeaseID)
-	}
+	return r
 }
 
 // TestD12_APopWhoseClientLeftBeforeTheWatcherLookedFreesItsLease: a message
@@ -591,27 +613,10 @@ func TestD12_DisconnectedClientDroppedFromPark(t *testing.T) {
 // TestD12_DisconnectedClientDroppedFromPark does).
 func TestD12_APopWhoseClientLeftBeforeTheWatcherLookedFreesItsLease(t *testing.T) {
 	t.Parallel()
-	s := apitest.Start(t, "METRICS_SAMPLE_INTERVAL_MS=100", "POP_WAIT_INITIAL_INTERVAL_MS=120000",
-		"POP_WAIT_MAX_INTERVAL_MS=120000")
+	s := hangUpBroker(t)
 	q := apitest.Unique(t, "gone-late")
 	s.Configure(t, q, map[string]any{"leaseTime": 300})
-	ctx, cancel := context.WithCancel(context.Background())
-	gone := &http.Client{Transport: &http.Transport{}}
-	ch := async(ctx, s.WithClient(gone), apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "60000"))
-	s.WaitParked(t, q, 1)
-	cancel()
-	if o := <-ch; o.err == nil {
-		t.Fatalf("the cancelled pop returned %d %q", o.r.Status, o.r.Body)
-	}
+	leaveParked(t, s, q)
 	txs := s.PushN(t, q, "Default", 1).TxIDs()
-	other := &http.Client{Transport: &http.Transport{}}
-	r, err := s.WithClient(other).PopCtx(context.Background(),
-		apitest.PopQueue(q, "consumerGroup", "g", "wait", "true", "timeout", "5000"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != 200 {
-		t.Fatalf("the next pop got %d %q: the message is leased to the client that left", r.Status, r.Body)
-	}
-	apitest.WantTxIDs(t, "next pop", r.Pop, txs)
+	apitest.WantTxIDs(t, "next pop", popAsAnotherClient(t, s, q, "5000").Pop, txs)
 }
