@@ -256,14 +256,12 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
        CASE WHEN EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = c.partition_id
                             AND d.consumer_group = c.consumer_group AND d."offset" = $2 AND d.resolves)
             THEN 'dead_letter'
-            WHEN $2 <= c.committed
-              OR (c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND $2 = ANY (c.acked)) THEN 'completed'
+            WHEN $2 <= c.committed THEN 'completed'
             WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND $2 <= c.lease_end THEN 'processing'
             ELSE 'pending' END,
        coalesce((SELECT a.failures FROM queen.attempts a WHERE a.partition_id = c.partition_id
                     AND a.consumer_group = c.consumer_group AND a."offset" = $2), 0),
        CASE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > now() AND $2 > c.committed AND $2 <= c.lease_end
-                 AND NOT $2 = ANY (c.acked)
             THEN to_char(c.lease_expires_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') ELSE '' END
   FROM queen.cursors c WHERE c.partition_id = $1 ORDER BY c.consumer_group`, partition, off)
 		if err != nil {
