@@ -460,6 +460,10 @@ func (b *Broker) Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopR
 		return queengo.PopResult{}, nil
 	}
 	if b.popMaintenance.Load() {
+		// A pop that comes under maintenance waits here, touching neither
+		// its actor nor the database (a pop would create its queue); the
+		// ones parked before the switch wait in their actor
+		// (popScheduler.take).
 		var ok bool
 		if req, ok = b.waitOutMaintenance(ctx, req); !ok {
 			return queengo.PopResult{}, nil

@@ -210,8 +210,8 @@ func fillItem(p *queengo.PushItem, ri *rawPushItem) *apiError {
 	f.txid, f.txidK = rawString(ri.TransactionID)
 	f.trace, f.traceK = rawString(ri.TraceID)
 	if len(ri.Payload) > 0 {
-		// encoding/json lets invalid UTF-8 and lone surrogates through in
-		// strings; the scanner refuses them, as on the push route.
+		// encoding/json lets invalid UTF-8 through in strings; the
+		// scanner refuses it, as on the push route.
 		sc := &scanner{b: ri.Payload}
 		if err := sc.skip(0); err != nil {
 			return invalidJSON(fmt.Errorf("payload: %w", err))

@@ -322,9 +322,9 @@ func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queeng
 			// they have not contacted at their next round.
 			s.log.Warn("claim round: first contact failed", "err", err)
 		}
-		if n, err := r.giveBack(ctx, c, out); err != nil || n < 0 {
+		if kept, err := r.giveBack(ctx, c, out); err != nil || kept > 0 {
 			s.log.Error("claim round: autoAck messages that could not be read stay committed (lost for their group)",
-				"err", err, "spans", -n)
+				"err", err, "spans", kept)
 		}
 		r.finish(out)
 	}
@@ -1012,8 +1012,8 @@ type autoSpan struct {
 // at-most-once, and such messages were never delivered, so they are claimed
 // again by the group's next pop (a broker with the key reads them) instead
 // of being lost. A cursor that moved on since (another round of the group)
-// stays: it returns minus how many spans could not be given back.
-func (r *scopeRound) giveBack(ctx context.Context, c *pgxpool.Conn, out []queengo.ClaimResult) (int, error) {
+// stays: kept is how many spans could not be given back.
+func (r *scopeRound) giveBack(ctx context.Context, c *pgxpool.Conn, out []queengo.ClaimResult) (kept int, err error) {
 	var pids []pgtype.UUID
 	var groups []string
 	var froms, tos []int64
@@ -1041,12 +1041,9 @@ UPDATE queen.cursors c SET committed = b.first - 1,
  WHERE c.partition_id = b.partition_id AND c.consumer_group = b.consumer_group AND c.committed = b.last`,
 		pids, groups, froms, tos)
 	if err != nil {
-		return 0, err
+		return len(pids), err
 	}
-	if n := int(tag.RowsAffected()); n < len(pids) {
-		return n - len(pids), nil
-	}
-	return len(pids), nil
+	return len(pids) - int(tag.RowsAffected()), nil
 }
 
 // passState is what a claim pass changes of a round: its pops' counters,
