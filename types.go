@@ -377,6 +377,14 @@ var (
 	ErrTooManyParked = errors.New("too many parked pops")
 )
 
+// DatabaseDown reports whether err is the database's state rather than the
+// operation's own failure: no connection, no answer in time, no server, or
+// the broker shutting down.
+func DatabaseDown(err error) bool {
+	return errors.Is(err, ErrPool) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUnavailable) ||
+		errors.Is(err, ErrClosed)
+}
+
 // ConflictError is the failure of a transaction whose ack did not hold;
 // nothing of the transaction was applied. It matches ErrConflict.
 type ConflictError struct {

@@ -21,7 +21,7 @@ import (
 // messages, which are gone with its client.
 func (d *deps) abandoned(w *waiter) {
 	if w.req.AutoAck {
-		popsAbandoned.Inc()
+		d.metrics.popsAbandoned.Inc()
 		return
 	}
 	d.abandonLease(w.leaseID)
@@ -29,7 +29,7 @@ func (d *deps) abandoned(w *waiter) {
 
 // abandonLease ends lease, which an abandoned pop took (deps.abandoned).
 func (d *deps) abandonLease(lease uuid.UUID) {
-	popsAbandoned.Inc()
+	d.metrics.popsAbandoned.Inc()
 	cursors := d.leases.cursors(lease)
 	if cursors == nil {
 		return // not booked (the book is full): it runs out
@@ -46,7 +46,7 @@ func (d *deps) abandonLease(lease uuid.UUID) {
 func (b *Broker) Abandon(res queengo.PopResult) {
 	lease, err := uuid.Parse(res.LeaseID)
 	if err != nil {
-		popsAbandoned.Inc()
+		b.metrics.popsAbandoned.Inc()
 		return
 	}
 	b.d.abandonLease(lease)

@@ -29,10 +29,6 @@ const (
 	ackBatchMax = 5000
 )
 
-// ackCommitItems is the number of items each ack commit carried, lease
-// extends counted one each.
-var ackCommitItems = metrics.NewPrometheusHistogramExt(`queengo_ack_commit_items`, sizeBuckets)
-
 // ackCoalescer merges acknowledgements and lease extensions as queue actors
 // merge pushes: one ack commit is in flight (more only for a large
 // backlog), and the requests that arrive meanwhile wait and go into the next
@@ -48,8 +44,9 @@ var ackCommitItems = metrics.NewPrometheusHistogramExt(`queengo_ack_commit_items
 // other no order.
 type ackCoalescer struct {
 	store   acker
-	timeout time.Duration // bounds each commit
-	warm    *warmPool     // runs the commits; set by NewBroker, nil in unit tests
+	timeout time.Duration                // bounds each commit
+	warm    *warmPool                    // runs the commits; set by NewBroker, nil in unit tests
+	sizes   *metrics.PrometheusHistogram // queengo_ack_commit_items
 
 	mu       sync.Mutex // a leaf: only queues requests and takes batches
 	waiting  []*ackRequest
@@ -87,8 +84,8 @@ type acker interface {
 	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 }
 
-func newAckCoalescer(store acker, timeout time.Duration) *ackCoalescer {
-	return &ackCoalescer{store: store, timeout: timeout}
+func newAckCoalescer(store acker, timeout time.Duration, m *brokerMetrics) *ackCoalescer {
+	return &ackCoalescer{store: store, timeout: timeout, sizes: m.ackCommitItems}
 }
 
 // ack applies the items in a shared commit and returns their results in
@@ -194,7 +191,7 @@ func (c *ackCoalescer) run(batch []*ackRequest) {
 		}
 	}
 	items := joinAcks(batch)
-	ackCommitItems.Update(float64(len(items) + len(extends)))
+	c.sizes.Update(float64(len(items) + len(extends)))
 	res, ext, err := c.apply(ctx, items, extends)
 	c.settle(ctx, batch, res, ext, err)
 }
@@ -217,7 +214,7 @@ func joinAcks(batch []*ackRequest) []queengo.AckItem {
 // have failed the statement for all of them: each request then runs alone,
 // so only that request's caller gets the error.
 func (c *ackCoalescer) settle(ctx context.Context, batch []*ackRequest, res []queengo.AckResult, ext []queengo.LeaseExtension, err error) {
-	if err != nil && len(batch) > 1 && !databaseDown(err) {
+	if err != nil && len(batch) > 1 && !queengo.DatabaseDown(err) {
 		for _, r := range batch {
 			var o ackOutcome
 			if r.extend != nil {

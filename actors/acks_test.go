@@ -147,7 +147,7 @@ func nextStoreCall(t *testing.T, s *ackStore) ackCall {
 // one store call of its own items, started at once.
 func TestAckCoalescer_LoneAckCommitsAtOnce(t *testing.T) {
 	s := newAckStore(false)
-	c := newAckCoalescer(s, time.Second)
+	c := newAckCoalescer(s, time.Second, testMetrics())
 	items := ackItems("a", 3)
 	res, err := c.ack(context.Background(), items)
 	wantOwn(t, ackAnswer{res, err}, items)
@@ -162,7 +162,7 @@ func TestAckCoalescer_LoneAckCommitsAtOnce(t *testing.T) {
 // results.
 func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 	s := newAckStore(true)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	first := ackItems("first", 1)
 	a0 := ackAsync(c, first)
 	nextCall(t, s) // in flight, held at the gate
@@ -211,7 +211,7 @@ func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 // ackCommitsMax; beyond that requests wait.
 func TestAckCoalescer_LargeBacklogStartsAnotherCommit(t *testing.T) {
 	s := newAckStore(true)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	answers := []<-chan ackAnswer{ackAsync(c, ackItems("first", 1))}
 	nextCall(t, s)
 	for i := 1; i < ackCommitsMax; i++ {
@@ -246,7 +246,7 @@ func TestAckCoalescer_OneBadRequestFailsOnlyItself(t *testing.T) {
 	s := newAckStore(true)
 	bad := errors.New("invalid byte sequence")
 	s.fail = failOn("bad-0", bad)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	a0 := ackAsync(c, ackItems("first", 1))
 	nextCall(t, s)
 	good1, badReq, good2 := ackItems("good1", 2), ackItems("bad", 1), ackItems("good2", 2)
@@ -271,7 +271,7 @@ func TestAckCoalescer_OneBadRequestFailsOnlyItself(t *testing.T) {
 func TestAckCoalescer_DatabaseDownFailsEveryoneOnce(t *testing.T) {
 	s := newAckStore(true)
 	s.fail = func([]queengo.AckItem) error { return fmt.Errorf("%w: no server", queengo.ErrUnavailable) }
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	a0 := ackAsync(c, ackItems("first", 1))
 	nextCall(t, s)
 	chs := []<-chan ackAnswer{ackAsync(c, ackItems("x", 1))}
@@ -297,7 +297,7 @@ func TestAckCoalescer_DatabaseDownFailsEveryoneOnce(t *testing.T) {
 // commit is held gets queengo.ErrTimeout; the commit goes on.
 func TestAckCoalescer_CallerDeadline(t *testing.T) {
 	s := newAckStore(true)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.ack(ctx, ackItems("late", 1)); !errors.Is(err, queengo.ErrTimeout) {
@@ -339,7 +339,7 @@ func wantOwnExtension(t *testing.T, a extendAnswer, lease uuid.UUID) {
 // extension is one store call of its own, started at once.
 func TestAckCoalescer_LoneExtendCommitsAtOnce(t *testing.T) {
 	s := newAckStore(false)
-	c := newAckCoalescer(s, time.Second)
+	c := newAckCoalescer(s, time.Second, testMetrics())
 	lease := uuid.New()
 	ext, err := c.extend(context.Background(), queengo.LeaseExtend{Lease: lease, Seconds: 30})
 	wantOwnExtension(t, extendAnswer{ext, err}, lease)
@@ -355,7 +355,7 @@ func TestAckCoalescer_LoneExtendCommitsAtOnce(t *testing.T) {
 // own result.
 func TestAckCoalescer_ExtendsRideWithTheNextAckCommit(t *testing.T) {
 	s := newAckStore(true)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	first := ackItems("first", 1)
 	a0 := ackAsync(c, first)
 	if call := nextStoreCall(t, s); !call.viaAck {
@@ -403,7 +403,7 @@ func TestAckCoalescer_FailedSharedCommitRunsExtendsAlone(t *testing.T) {
 	s := newAckStore(true)
 	bad := errors.New("invalid byte sequence")
 	s.fail = failOn("bad-0", bad)
-	c := newAckCoalescer(s, 5*time.Second)
+	c := newAckCoalescer(s, 5*time.Second, testMetrics())
 	a0 := ackAsync(c, ackItems("first", 1))
 	nextCall(t, s)
 	lease := uuid.New()

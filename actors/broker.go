@@ -6,9 +6,10 @@
 // each testable alone: parking.go, ready.go, round.go, pacer.go, writer.go,
 // scheduler.go; every message is in messages.go.
 //
-// The Broker is the HTTP layer's only door: every operation a route needs is
-// one of its methods, bounded by a context (the data path here, the rest in
-// door.go), and each tells the actors what it changed. The actors talk to PostgreSQL only through the Store
+// The Broker is the data path's door: push, pop, ack, lease extension,
+// transactions and abandoned answers, each a method bounded by a context.
+// The operator's writes (package admin) tell it what they changed through
+// its hooks (hooks.go). The actors talk to PostgreSQL only through the Store
 // interface, on goroutines of their own, and never block inside Receive.
 // Failures are the typed errors of package queengo; no text is made here.
 package actors
@@ -22,21 +23,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
 )
 
-// Store is what the broker needs from the database layer (package pg): the
-// actors' statements, and those the Broker's other methods (door.go) run on
-// behalf of the HTTP layer, which sees no Store. Failures are the errors of
-// package queengo (ErrNotFound, ErrPool, ErrTimeout, ...), wrapped.
+// Store is what the data path needs from the database layer (package pg).
+// Failures are the errors of package queengo (ErrNotFound, ErrPool,
+// ErrTimeout, ...), wrapped.
 type Store interface {
-	GroupStore
-	ResourceStore
-	StatusStore
-	TraceStore
 	EnsureQueue(ctx context.Context, name string) (queengo.Queue, error)
 	QueuesInScope(ctx context.Context, namespace, task string) ([]queengo.Queue, error)
 	EnsurePartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error)
@@ -45,20 +42,10 @@ type Store interface {
 	Claim(ctx context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error)
 	AppendClaim(ctx context.Context, segs []queengo.Segment, claims []queengo.ClaimParams) ([][]uuid.UUID, []queengo.ClaimResult, bool, error)
 	PopMaintenance(ctx context.Context) (bool, error)
-	SetPopMaintenance(ctx context.Context, on bool) error
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
 	AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error)
 	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
-	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
-	DeleteQueue(ctx context.Context, name string) (bool, error)
-	ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]queengo.DeadLetter, int, error)
-	RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error)
-	DeleteDeadLetter(ctx context.Context, id uuid.UUID) error
-	GetMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageInfo, error)
-	SetSubscription(ctx context.Context, group string, ts time.Time) (int, error)
-	Ping(ctx context.Context) error
-	PoolStats() (total, idle, acquired int32)
 }
 
 // Backoff is the long-poll re-check schedule of pop-routes.md: a parked pop
@@ -100,9 +87,10 @@ type Config struct {
 	// lookup, the background reads. Past it the operation fails with
 	// queengo.ErrTimeout. Zero means queengo.DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// Buffer is the push buffer (buffer.go): push maintenance and the
-	// file buffer pushes go to when PostgreSQL cannot take them.
-	Buffer BufferConfig
+	// Metrics is the set the actors' figures are registered in (the broker
+	// process's, served on /metrics/prometheus); nil: a set of their own
+	// that nothing serves.
+	Metrics *metrics.Set
 }
 
 // Broker is the entry point of the actor tree.
@@ -131,8 +119,7 @@ type Broker struct {
 	acks        *ackCoalescer
 	leases      *leaseBook  // shared with the actors (deps.leases)
 	lost        *lostLeases // shared with the actors (deps.lost)
-	stats       *brokerStats
-	buf         *pushBuffer
+	metrics     *brokerMetrics
 }
 
 // New starts the actor system and the registry.
@@ -153,13 +140,17 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = queengo.DefaultRequestTimeout
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	m := newBrokerMetrics(cfg.Metrics)
 	b := &Broker{cfg: cfg, log: log, stopRefresh: make(chan struct{}), refreshDone: make(chan struct{}),
-		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout), leases: newLeaseBook(),
-		lost: newLostLeases(), popMoved: make(chan struct{})}
+		leasesDone: make(chan struct{}), acks: newAckCoalescer(cfg.Store, cfg.RequestTimeout, m), leases: newLeaseBook(),
+		lost: newLostLeases(), popMoved: make(chan struct{}), metrics: m}
 	// Proto.Actor logs every actor start at info level; keep its own lines to
 	// warnings and above.
 	actorLog := slog.New(log.Handler()).With("lib", "protoactor")
@@ -169,7 +160,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
 		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks, lost: b.lost, warm: newWarmPool(),
-		popMaintenance: &b.popMaintenance}
+		popMaintenance: &b.popMaintenance, metrics: m}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
 			offer:  b.offer,
@@ -181,10 +172,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 		tune(d)
 	}
 	b.d, b.warm, b.acks.warm = d, d.warm, d.warm
-	b.stats = newBrokerStats(cfg.Store, d.clock, cfg.RequestTimeout)
 	b.registry = b.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRegistry(d, &b.dir) }))
-	b.buf = newPushBuffer(b, cfg.Buffer)
-	go b.buf.run()
 	go b.refreshMaintenance()
 	go b.watchLeases(d.clock)
 	if b.cross != nil {
@@ -207,7 +195,6 @@ func (b *Broker) Close() {
 	close(b.stopRefresh)
 	<-b.refreshDone
 	<-b.leasesDone
-	b.buf.close()
 	if b.stopCross != nil {
 		b.stopCross()
 	}
@@ -359,32 +346,8 @@ func (b *Broker) queuePID(name string) *actor.PID { return b.queueHandle(name).p
 // Some of the items may then have been stored, or be stored later by a
 // commit still in flight: sending the request again with the same
 // transaction ids stores each item once (the others become duplicates).
-//
-// With a file buffer (Config.Buffer) such a push is written to the buffer
-// instead and every item answers queengo.PushBuffered, as does every push
-// while the buffer is active (buffer.go); a full buffer fails the push with
-// queengo.ErrBufferFull, a failed write with queengo.ErrBufferWrite.
+// The push buffer (package pushbuffer) stands in front of it.
 func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
-	if b.closing.Load() {
-		return nil, queengo.ErrClosed
-	}
-	if b.buf.active.Load() {
-		if res, done, err := b.buf.divert(items); done {
-			return res, err
-		}
-	}
-	res, err := b.pushDirect(ctx, items)
-	if err != nil {
-		if res, done, berr := b.buf.failover(items, err); done {
-			return res, berr
-		}
-	}
-	return res, err
-}
-
-// pushDirect is Push to PostgreSQL, without the buffer: the live path, and
-// the replay of buffered records.
-func (b *Broker) pushDirect(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
 	if b.closing.Load() {
 		return nil, queengo.ErrClosed
 	}
@@ -629,15 +592,39 @@ func (b *Broker) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo
 	return res, nil
 }
 
-// RequeueDeadLetter pushes a dead letter's payload again as a new message of
-// its partition and removes the entry.
-func (b *Broker) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.DeadLetter, queengo.Frame, error) {
-	d, f, err := b.cfg.Store.RequeueDeadLetter(ctx, id)
-	if err == nil {
-		b.freed(d.Queue, d.PartitionID, "")
-		b.stats.drop()
+// ExtendLease extends every live span of the lease to at least now+seconds;
+// it never shortens one. It returns the earliest new expiry (RFC 3339,
+// milliseconds) or, when the lease is not live, an empty expiry and the
+// failure (a per-item result on the wire, not an error). The extension
+// rides in the next ack commit (ackCoalescer), or starts one at once when
+// none is in flight; past the request timeout (or ctx's deadline, when
+// earlier) it fails with queengo.ErrTimeout, and may still be applied. The
+// lease's cursors go along when this process handed the lease out
+// (leaseBook). Otherwise PostgreSQL looks for them among every cursor, in a
+// transaction of its own: a scan must not hold up the shared ack commit.
+func (b *Broker) ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (string, queengo.AckFailure, error) {
+	ctx, cancel := requestBound(ctx, b.cfg.RequestTimeout)
+	defer cancel()
+	var (
+		e   queengo.LeaseExtension
+		err error
+	)
+	if cursors := b.leases.cursors(lease); cursors != nil {
+		e, err = b.acks.extend(ctx, queengo.LeaseExtend{Lease: lease, Seconds: seconds, Cursors: cursors})
+	} else {
+		var ext []queengo.LeaseExtension
+		_, ext, err = b.cfg.Store.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: seconds}})
+		switch {
+		case err == nil && len(ext) == 1:
+			e = ext[0]
+		case err == nil:
+			err = fmt.Errorf("extend: %d results for one lease", len(ext))
+		}
 	}
-	return d, f, err
+	if err == nil && e.Failure == "" {
+		b.leases.extended(lease, time.Now().Add(time.Duration(seconds)*time.Second))
+	}
+	return e.ExpiresAt, e.Failure, err
 }
 
 // freed tells a queue's actor, here and in the other broker processes, that
@@ -705,13 +692,6 @@ func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (f levelFilter) WithGroup(n string) slog.Handler {
 	return levelFilter{min: f.min, h: f.h.WithGroup(n)}
-}
-
-// databaseDown reports whether err is the database's state rather than the
-// operation's own failure: no connection, no answer in time, no server.
-func databaseDown(err error) bool {
-	return errors.Is(err, queengo.ErrPool) || errors.Is(err, queengo.ErrTimeout) ||
-		errors.Is(err, queengo.ErrUnavailable) || errors.Is(err, queengo.ErrClosed)
 }
 
 // requestBound returns ctx's values, ended by timeout from now or by ctx's

@@ -67,6 +67,8 @@ type deps struct {
 	// is on no pop claims (popScheduler.take). nil in unit tests that build
 	// deps by hand.
 	popMaintenance *atomic.Bool
+	// metrics are the Broker's figures on /metrics/prometheus.
+	metrics *brokerMetrics
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
@@ -17,12 +18,6 @@ import (
 // from its hook when the test set one, else with a harmless default. Appends
 // dedupe by transaction id across calls, as queen.append_segments does.
 type fakeStore struct {
-	// The admin areas are never called by the actor tests; a call panics.
-	GroupStore
-	ResourceStore
-	StatusStore
-	TraceStore
-
 	queue queengo.Queue
 
 	ensure func(ctx context.Context) error
@@ -200,6 +195,9 @@ func (f *fakeStore) roundSizes() []int {
 	}
 	return out
 }
+
+// testMetrics are a broker's figures in a set nothing serves.
+func testMetrics() *brokerMetrics { return newBrokerMetrics(metrics.NewSet()) }
 
 // newTestBroker starts a broker on the store and stops it when the test ends.
 func newTestBroker(t *testing.T, cfg Config) *Broker {

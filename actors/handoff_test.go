@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
@@ -89,7 +88,7 @@ func TestHandOff_AnAckRidesInTheRoundOfThePopItFrees(t *testing.T) {
 		t.Fatalf("ack calls %+v, want one AckClaim of the ack with the parked pop's claim", calls)
 	}
 	var m bytes.Buffer
-	metrics.WritePrometheus(&m, false)
+	s.b.cfg.Metrics.WritePrometheus(&m)
 	if !strings.Contains(m.String(), "queengo_ack_handoff_items_count") {
 		t.Error("the hand-off is not in queengo_ack_handoff_items")
 	}

@@ -129,7 +129,7 @@ func (b *Broker) endLost(ctx context.Context, ids []uuid.UUID) error {
 	for i, e := range ext {
 		switch e.Failure {
 		case "":
-			lostLeasesEnded.Inc()
+			b.metrics.lostLeasesEnded.Inc()
 			b.log.Info("ended the lease of a claim whose answer was lost", "lease", ids[i])
 			b.lostEnded(ids[i])
 		case queengo.LeaseExpired:

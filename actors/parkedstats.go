@@ -16,6 +16,6 @@ func (b *Broker) ParkedByQueue() map[string]int64 {
 	return out
 }
 
-// ParkedTotal is every long poll this process keeps parked, discovery
-// scopes' included (queengo_parked_pops).
-func ParkedTotal() int64 { return parked.Load() }
+// ParkedTotal is every long poll the Broker keeps parked, discovery scopes'
+// included (queengo_parked_pops).
+func (b *Broker) ParkedTotal() int64 { return b.metrics.parked.Load() }

@@ -40,6 +40,9 @@ type parkingLot struct {
 	// queue counts the lot's parked pops for its queue (its handle's
 	// parked); nil for a discovery scope's lot.
 	queue *atomic.Int64
+	// total counts the parked pops of every lot of the Broker
+	// (brokerMetrics.parked); nil in unit tests of the lot alone.
+	total *atomic.Int64
 }
 
 // parkedKey is the long-poll state of the parked pops of one key. A key
@@ -442,7 +445,9 @@ func (l *parkingLot) empty() bool { return l.n == 0 && len(l.held) == 0 }
 
 func (l *parkingLot) count(d int) {
 	l.n += d
-	parked.Add(int64(d))
+	if l.total != nil {
+		l.total.Add(int64(d))
+	}
 	if l.queue != nil {
 		l.queue.Add(int64(d))
 	}

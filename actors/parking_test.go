@@ -424,7 +424,7 @@ func TestParkingLot_ACancelledPopLeavesAtOnce(t *testing.T) {
 // queengo.ErrTooManyParked at once, whatever its wait; the waiting ones stay.
 func TestScheduler_PopsPastTheLimitAreRefused(t *testing.T) {
 	t.Parallel()
-	s := newPopScheduler(&deps{backoff: testBackoff, maxParked: 2, claimsInFlight: 1})
+	s := newPopScheduler(&deps{metrics: testMetrics(), backoff: testBackoff, maxParked: 2, claimsInFlight: 1})
 	parked, pending := longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)
 	s.add(parked, t0)
 	s.take()

@@ -218,9 +218,9 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 		segs[i] = w.segment()
 		n += len(w.frames)
 	}
-	commitMessages.Update(float64(n))
+	a.d.metrics.commitMessages.Update(float64(n))
 	if r := a.commitRound(batch); r != nil {
-		commitClaims.Inc()
+		a.d.metrics.commitClaims.Inc()
 		r.commit, r.segs = &commitDone{by: a, writers: batch}, segs
 		a.pops.started(r)
 		r.start(ctx, a.d)
@@ -232,7 +232,7 @@ func (a *queueActor) commitBatch(ctx actor.Context, batch []*partitionWriter) {
 		// of them stops waiting at its own deadline (Broker.Push).
 		c, cancel := context.WithTimeout(context.Background(), d.timeout)
 		defer cancel()
-		defer commitDuration.UpdateDuration(time.Now())
+		defer d.metrics.commitDuration.UpdateDuration(time.Now())
 		dups, err := d.store.Append(c, segs)
 		root.Send(self, &commitDone{by: a, writers: batch, dups: dups, err: err})
 	})

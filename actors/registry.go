@@ -133,7 +133,7 @@ func (r *registry) Receive(ctx actor.Context) {
 		// It held nothing: it counts as released.
 		r.answered(m.h.pid)
 		ctx.Stop(m.h.pid)
-		actorPassivations.Inc()
+		r.d.metrics.actorPassivations.Inc()
 		r.d.signals.gone()
 	case *releaseAll:
 		r.release = m
@@ -179,7 +179,7 @@ func (r *registry) answered(pid *actor.PID) {
 // over the mailbox. The panic and its stack were logged by the actor.
 func (r *registry) HandleFailure(_ *actor.ActorSystem, s actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics,
 	reason, message any) {
-	actorRestarts.Inc()
+	r.d.metrics.actorRestarts.Inc()
 	r.d.log.Warn("restarting a failed actor", "actor", child.Id, "reason", fmt.Sprint(reason),
 		"message", fmt.Sprintf("%T", message))
 	s.RestartChildren(child)

@@ -101,12 +101,12 @@ func claimOf(w *waiter) queengo.ClaimParams {
 // to the actor when it is done, or answers its pops itself when the actor
 // failed meanwhile (orphan).
 func (r *claimRound) start(ctx actor.Context, d *deps) {
-	claimRoundPops.Update(float64(len(r.ws)))
+	d.metrics.claimRoundPops.Update(float64(len(r.ws)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	d.warm.Go(func() {
 		c, cancel := context.WithTimeout(context.Background(), d.timeout)
 		defer cancel()
-		res, err := r.run(c, d.store)
+		res, err := r.run(c, d.store, d.metrics)
 		if len(r.acks) > 0 {
 			d.acks.settle(c, r.acks, res, nil, err)
 		}
@@ -181,7 +181,7 @@ func (r *claimRound) last(d *deps, i int, now time.Time) popReply {
 // any, and returns the acks' results or their error. A failed lookup or
 // claim is that pop's failure only; a failed scope load or Claim call fails
 // the whole round.
-func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult, error) {
+func (r *claimRound) run(ctx context.Context, store Store, m *brokerMetrics) ([]queengo.AckResult, error) {
 	if r.scope != nil {
 		qs, err := store.QueuesInScope(ctx, r.scope.namespace, r.scope.task)
 		if r.err = err; err == nil {
@@ -230,7 +230,7 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 	r.sent = todo
 	items := joinAcks(r.acks)
 	if len(items) > 0 {
-		handOffItems.Update(float64(len(items)))
+		m.handOffItems.Update(float64(len(items)))
 	}
 	if r.err != nil || len(todo) == 0 {
 		if r.commit != nil {
@@ -263,7 +263,7 @@ func (r *claimRound) run(ctx context.Context, store Store) ([]queengo.AckResult,
 	default:
 		res, err = store.Claim(ctx, batch)
 	}
-	claimDuration.UpdateDuration(start)
+	m.claimDuration.UpdateDuration(start)
 	if err != nil {
 		r.err = err
 		return nil, nil

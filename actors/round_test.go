@@ -196,7 +196,7 @@ func TestClaimRound_OneClaimCallForTheWholeRound(t *testing.T) {
 		&queengo.PopRequest{Group: "g", Batch: 1, Partition: "p1"},
 		&queengo.PopRequest{Group: "g", Batch: 1, Partition: "broken"},
 		&queengo.PopRequest{Group: "h", Batch: 1, AutoAck: true})
-	r.run(context.Background(), f)
+	r.run(context.Background(), f, testMetrics())
 
 	if sizes := f.roundSizes(); len(sizes) != 1 || sizes[0] != 3 {
 		t.Fatalf("Claim calls of %v claims, want one of 3 (no claim for a missing or failed partition)", sizes)
@@ -223,7 +223,7 @@ func TestClaimRound_OneClaimCallForTheWholeRound(t *testing.T) {
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
 	r = roundOf(q, &queengo.PopRequest{Group: "g", Batch: 1, Partition: "missing", SubMode: queengo.SubscriptionAll})
-	r.run(context.Background(), f)
+	r.run(context.Background(), f, testMetrics())
 	if c := f.rounds[len(f.rounds)-1]; len(c) != 1 || !c[0].SubscribeOnly || c[0].Partition != uuid.Nil {
 		t.Fatalf("claim of a missing partition's pop with an intent: %+v, want one that only subscribes", c)
 	}
@@ -241,14 +241,14 @@ func TestClaimRound_ScopeLoadsItsQueuesFirst(t *testing.T) {
 	r := &claimRound{scope: &scopeKey{namespace: "ns"}}
 	w := &waiter{req: &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1}, leaseID: uuid.New()}
 	r.ws, r.params = []*waiter{w}, []queengo.ClaimParams{claimOf(w)}
-	r.run(context.Background(), f)
+	r.run(context.Background(), f, testMetrics())
 	if len(r.loaded) != 1 || r.loaded[0] != f.queue.ID || len(r.params[0].QueueIDs) != 1 || r.params[0].QueueIDs[0] != f.queue.ID {
 		t.Fatalf("loaded %v, claimed from %v, want the scope's queue %v", r.loaded, r.params[0].QueueIDs, f.queue.ID)
 	}
 
 	broken := &scopeStore{fakeStore: newFakeStore(), err: errors.New("scope load failed")}
 	r = &claimRound{scope: &scopeKey{namespace: "ns"}, ws: r.ws, params: []queengo.ClaimParams{claimOf(w)}}
-	r.run(context.Background(), broken)
+	r.run(context.Background(), broken, testMetrics())
 	if r.outcome(0) != outcomeFailed || len(broken.roundSizes()) != 0 {
 		t.Fatalf("a failed scope load: outcome %d after %d claims, want failed without one", r.outcome(0), len(broken.roundSizes()))
 	}
@@ -317,7 +317,7 @@ func TestClaimRound_WakeDuringRoundLooksAgain(t *testing.T) {
 // so pops outnumbering the partitions do not claim in a loop on every ack.
 func TestScheduler_WakeDuringRoundLooksAgainOncePerFreedPartition(t *testing.T) {
 	t.Parallel()
-	s := newPopScheduler(&deps{backoff: testBackoff, maxParked: 100, claimsInFlight: 1})
+	s := newPopScheduler(&deps{metrics: testMetrics(), backoff: testBackoff, maxParked: 100, claimsInFlight: 1})
 	ws := []*waiter{longPoll("g", "", time.Minute), longPoll("g", "", time.Minute), longPoll("g", "", time.Minute)}
 	r := &claimRound{ws: ws}
 	s.started(r)

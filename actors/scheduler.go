@@ -27,7 +27,9 @@ type popScheduler struct {
 }
 
 func newPopScheduler(d *deps) popScheduler {
-	return popScheduler{d: d, lot: newParkingLot(d.backoff, d.maxParked)}
+	lot := newParkingLot(d.backoff, d.maxParked)
+	lot.total = &d.metrics.parked
+	return popScheduler{d: d, lot: lot}
 }
 
 // add takes a pop that reached the actor; its long-poll deadline starts now.
@@ -40,7 +42,7 @@ func (s *popScheduler) add(w *waiter, now time.Time) {
 		return
 	}
 	if len(s.pending)+s.lot.n >= s.d.maxParked {
-		parkRefused.Inc()
+		s.d.metrics.parkRefused.Inc()
 		answer(w, popReply{err: queengo.ErrTooManyParked})
 		return
 	}
@@ -108,7 +110,7 @@ func (s *popScheduler) empty(w *waiter, now time.Time) {
 		return
 	}
 	if !s.lot.park(w, now) {
-		parkRefused.Inc()
+		s.d.metrics.parkRefused.Inc()
 		answer(w, popReply{err: queengo.ErrTooManyParked})
 	}
 }
@@ -173,7 +175,7 @@ func (s *popScheduler) hold(r *claimRound, w *waiter) {
 // on; what it takes is abandoned (deps.abandoned), as is what an answer the
 // client never read carried.
 func (s *popScheduler) cancel(w *waiter) {
-	popsCancelled.Inc()
+	s.d.metrics.popsCancelled.Inc()
 	if w.answered {
 		// Answered before the cancel came, and never read: Broker.Pop
 		// stopped reading when it sent the cancel.

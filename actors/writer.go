@@ -152,7 +152,7 @@ func (w *partitionWriter) finish(dups []uuid.UUID, err error) error {
 func failPushes(reqs []*appendReq, err error) {
 	for _, r := range reqs {
 		out := pushDone{idx: r.idx, results: make([]queengo.PushResult, len(r.frames))}
-		if databaseDown(err) || errors.Is(err, queengo.ErrActorFailed) {
+		if queengo.DatabaseDown(err) || errors.Is(err, queengo.ErrActorFailed) {
 			out.err = err
 		}
 		for i := range r.frames {

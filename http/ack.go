@@ -131,11 +131,11 @@ func decodeBody(body []byte, v any) *apiError {
 func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 	sc := &scanner{b: ctx.PostBody()}
 	if sc.end() {
-		writeError(ctx, errEmptyBody)
+		s.writeError(ctx, errEmptyBody)
 		return
 	}
 	if sc.peek() != '{' {
-		writeError(ctx, *invalidJSON(errSyntax))
+		s.writeError(ctx, *invalidJSON(errSyntax))
 		return
 	}
 	f, err := readAck(sc)
@@ -143,12 +143,12 @@ func (s *Server) handleAck(ctx *fasthttp.RequestCtx) {
 		err = errTrailing
 	}
 	if err != nil {
-		writeError(ctx, *invalidJSON(err))
+		s.writeError(ctx, *invalidJSON(err))
 		return
 	}
 	it, badLease, e := checkAck(&f, errTxIDRequired, errPartitionRequired)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	s.ack(ctx, []queengo.AckItem{it}, []bool{badLease})
@@ -223,7 +223,7 @@ func parseAckBatch(body []byte) ([]queengo.AckItem, []bool, *apiError) {
 func (s *Server) handleAckBatch(ctx *fasthttp.RequestCtx) {
 	items, bad, e := parseAckBatch(ctx.PostBody())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	if len(items) == 0 {
@@ -235,9 +235,9 @@ func (s *Server) handleAckBatch(ctx *fasthttp.RequestCtx) {
 
 // ack runs the valid items and answers one result per item, in order.
 func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease []bool) {
-	defer ackDuration.UpdateDuration(time.Now())
-	ackRequests.Inc()
-	ackItems.Add(len(items))
+	defer s.m.ackDuration.UpdateDuration(time.Now())
+	s.m.ackRequests.Inc()
+	s.m.ackItems.Add(len(items))
 	var run []queengo.AckItem
 	for i := range items {
 		if !badLease[i] {
@@ -262,7 +262,7 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 			k++
 		}
 		if !r.Success {
-			ackFailed.Inc()
+			s.m.ackFailed.Inc()
 		}
 		if i > 0 {
 			buf = append(buf, ',')
@@ -300,13 +300,13 @@ func (s *Server) handleExtend(ctx *fasthttp.RequestCtx) {
 			Seconds json.RawMessage `json:"seconds"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(ctx, *invalidJSON(err))
+			s.writeError(ctx, *invalidJSON(err))
 			return
 		}
 		if len(req.Seconds) > 0 && string(req.Seconds) != "null" {
 			n, ok := jsonInt(req.Seconds)
 			if !ok || n <= 0 {
-				writeError(ctx, errSeconds)
+				s.writeError(ctx, errSeconds)
 				return
 			}
 			seconds = n
@@ -425,14 +425,14 @@ func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
 	txID := uuid.Must(uuid.NewV7()).String()
 	ops, e := parseTransaction(ctx.PostBody())
 	if e != nil {
-		writeTxFailure(ctx, txID, *e)
+		s.writeTxFailure(ctx, txID, *e)
 		return
 	}
 	res, err := s.broker.Transaction(ctx, ops)
 	if err != nil {
 		e := failure(err)
 		s.logFailure(ctx, e, err)
-		writeTxFailure(ctx, txID, e)
+		s.writeTxFailure(ctx, txID, e)
 		return
 	}
 	buf := append(make([]byte, 0, 128+160*len(ops)), `{"transactionId":`...)
@@ -471,8 +471,8 @@ func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
 
 // writeTxFailure answers e in the envelope of the transaction route and
 // counts it.
-func writeTxFailure(ctx *fasthttp.RequestCtx, txID string, e apiError) {
-	countError(e)
+func (s *Server) writeTxFailure(ctx *fasthttp.RequestCtx, txID string, e apiError) {
+	s.countError(e)
 	buf := append(make([]byte, 0, 128), `{"transactionId":`...)
 	buf = appendString(buf, txID)
 	buf = append(buf, `,"success":false,"error":`...)

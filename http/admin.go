@@ -35,7 +35,7 @@ func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleDeleteQueue(ctx *fasthttp.RequestCtx) {
 	name, e := pathName(ctx, "queue")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	existed, err := s.broker.DeleteQueue(ctx, name)
@@ -75,7 +75,7 @@ func (s *Server) handleGetPopMaintenance(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleSetPopMaintenance(ctx *fasthttp.RequestCtx) {
-	on, ok := switchBody(ctx)
+	on, ok := s.switchBody(ctx)
 	if !ok {
 		return
 	}
@@ -88,17 +88,17 @@ func (s *Server) handleSetPopMaintenance(ctx *fasthttp.RequestCtx) {
 
 // switchBody reads the body of the maintenance switches, {"enabled": bool};
 // anything else is answered 400 and ok is false.
-func switchBody(ctx *fasthttp.RequestCtx) (on, ok bool) {
+func (s *Server) switchBody(ctx *fasthttp.RequestCtx) (on, ok bool) {
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) == 0 {
-		writeError(ctx, errEmptyBody)
+		s.writeError(ctx, errEmptyBody)
 		return false, false
 	}
 	var req struct {
 		Enabled *bool `json:"enabled"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.Enabled == nil {
-		writeError(ctx, errEnabledRequired)
+		s.writeError(ctx, errEnabledRequired)
 		return false, false
 	}
 	return *req.Enabled, true

@@ -60,7 +60,7 @@ func (s *Server) series(ctx *fasthttp.RequestCtx, read func(context.Context, que
 		e = extra(args, &q)
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	s.serveSeries(ctx, q, read)

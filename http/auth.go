@@ -72,7 +72,14 @@ type Auth struct {
 	cache  tokenCache
 	log    *slog.Logger
 	now    func() time.Time // time.Now; tests move it
+	// verified counts full token checks, the cache's misses
+	// (queengo_auth_signature_checks_total); the Server serving the
+	// check registers it in its set.
+	verified *metrics.Counter
 }
+
+// authVerifiedName is the counter of full token checks.
+const authVerifiedName = `queengo_auth_signature_checks_total`
 
 const (
 	// jwksUnknownKIDEvery spaces the JWKS fetches that unknown kids cause:
@@ -90,9 +97,6 @@ const (
 	tokenCacheMax = 4096
 )
 
-// authVerified counts full token checks: the cache's misses.
-var authVerified = metrics.NewCounter(`queengo_auth_signature_checks_total`)
-
 // NewAuth builds the check. With JWKSURL it fetches the keys before
 // returning (a failed fetch is logged and retried by the first token that
 // needs a key) and refreshes them in the background until Close.
@@ -100,7 +104,8 @@ func NewAuth(cfg AuthConfig, log *slog.Logger) (*Auth, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &Auth{cfg: cfg, log: log, now: time.Now, cache: tokenCache{m: map[string]*identity{}}}
+	a := &Auth{cfg: cfg, log: log, now: time.Now, cache: tokenCache{m: map[string]*identity{}},
+		verified: metrics.NewSet().NewCounter(authVerifiedName)}
 	a.algs = acceptedAlgorithms(cfg)
 	if len(a.algs) == 0 {
 		return nil, fmt.Errorf("JWT algorithm %q is unknown or has no key configured", cfg.Algorithm)
@@ -186,6 +191,7 @@ func (s *Server) guard(lv level, h fasthttp.RequestHandler) fasthttp.RequestHand
 		id, e := a.check(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization), lv)
 		if e != nil {
 			a.refuse(ctx, lv, *e)
+			s.writeError(ctx, *e)
 			return
 		}
 		ctx.SetUserValue(identityKey{}, id)
@@ -242,13 +248,14 @@ func bearer(h []byte) []byte {
 	return h
 }
 
+// refuse logs a refused request and asks a 401's client for a bearer token;
+// the caller answers e.
 func (a *Auth) refuse(ctx *fasthttp.RequestCtx, lv level, e apiError) {
 	if e.Status == fasthttp.StatusUnauthorized {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, "Bearer")
 	}
 	a.log.Debug("request refused", "method", string(ctx.Method()), "path", string(ctx.Path()),
 		"required", lv.String(), "status", e.Status, "error", e.Message)
-	writeError(ctx, e)
 }
 
 // identity is what a verified token grants; shared by every request that
@@ -277,7 +284,7 @@ func (a *Auth) jwksFailed(url string) func(context.Context, error) {
 // verify checks a token's signature and claims: the slow path, once per
 // token per tokenCacheMaxAge.
 func (a *Auth) verify(token string, now time.Time) (*identity, *apiError) {
-	authVerified.Inc()
+	a.verified.Inc()
 	var fetchErr error
 	ctx := context.WithValue(a.base, fetchFailure{}, &fetchErr)
 	claims := jwt.MapClaims{}

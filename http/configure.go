@@ -124,7 +124,7 @@ func jsonBool(v json.RawMessage) (bool, bool) {
 func (s *Server) handleConfigure(ctx *fasthttp.RequestCtx) {
 	name, ns, task, opts, e := parseConfigure(ctx.PostBody())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	q, pid, err := s.broker.Configure(ctx, name, ns, task, opts)

@@ -19,6 +19,7 @@ func (s *Server) dashboardRoutes() []route {
 		// defect, as a route without a level is.
 		panic(err)
 	}
+	d = d.WithNotFound(func(ctx *fasthttp.RequestCtx) { s.writeError(ctx, errRouteNotFound) })
 	return []route{
 		{fasthttp.MethodGet, "/", levelPublic, d.Index},
 		{fasthttp.MethodGet, "/assets/{filepath:*}", levelPublic, d.Asset},
@@ -26,7 +27,7 @@ func (s *Server) dashboardRoutes() []route {
 }
 
 // dashboardHandler loads (and compresses) the assets once per process,
-// however many times the route table is built.
+// however many servers it has; each answers its own not-found paths.
 var dashboardHandler = sync.OnceValues(func() (*dashboard.Handler, error) {
-	return dashboard.New(func(ctx *fasthttp.RequestCtx) { writeError(ctx, errRouteNotFound) })
+	return dashboard.New(nil)
 })

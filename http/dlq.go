@@ -18,7 +18,7 @@ func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 		dst *string
 	}{{"queue", &f.Queue}, {"consumerGroup", &f.Group}, {"partition", &f.Partition}} {
 		if *p.dst, e = nameParam(args, p.key); e != nil {
-			writeError(ctx, *e)
+			s.writeError(ctx, *e)
 			return
 		}
 	}
@@ -26,7 +26,7 @@ func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 		f.Offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	for _, p := range []struct {
@@ -36,7 +36,7 @@ func (s *Server) handleListDLQ(ctx *fasthttp.RequestCtx) {
 		if v := string(args.Peek(p.key)); v != "" {
 			t, ok := parseTime(v)
 			if !ok {
-				writeError(ctx, errTimeParam(p.key))
+				s.writeError(ctx, errTimeParam(p.key))
 				return
 			}
 			*p.dst = &t
@@ -106,7 +106,7 @@ func pathUUID(ctx *fasthttp.RequestCtx, key string) (uuid.UUID, *apiError) {
 func (s *Server) handleRequeueDLQ(ctx *fasthttp.RequestCtx) {
 	id, e := pathUUID(ctx, "id")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	d, f, err := s.broker.RequeueDeadLetter(ctx, id)
@@ -133,7 +133,7 @@ func (s *Server) handleRequeueDLQ(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleDeleteDLQ(ctx *fasthttp.RequestCtx) {
 	id, e := pathUUID(ctx, "id")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	if err := s.broker.DeleteDeadLetter(ctx, id); err != nil {
@@ -149,7 +149,7 @@ func (s *Server) handleDeleteDLQ(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx) {
 	pid, txid, e := messagePath(ctx)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	m, err := s.broker.GetMessage(ctx, pid, txid)

@@ -397,13 +397,16 @@ func popFailure(err error) apiError {
 }
 
 // countError counts an answered error by its code.
-func countError(e apiError) {
-	metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + e.Code + `"}`).Inc()
+func (s *Server) countError(e apiError) { s.errorCounter(e.Code).Inc() }
+
+// errorCounter is the counter of the errors answered with code.
+func (s *Server) errorCounter(code string) *metrics.Counter {
+	return s.metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + code + `"}`)
 }
 
 // writeError answers e as {"error": message} and counts it.
-func writeError(ctx *fasthttp.RequestCtx, e apiError) {
-	countError(e)
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, e apiError) {
+	s.countError(e)
 	buf := append(make([]byte, 0, 64), `{"error":`...)
 	buf = appendString(buf, e.Message)
 	buf = append(buf, '}')
@@ -414,7 +417,7 @@ func writeError(ctx *fasthttp.RequestCtx, e apiError) {
 // reported), and logs it with attrs (logFailure).
 func (s *Server) writeFailure(ctx *fasthttp.RequestCtx, e apiError, err error, attrs ...any) {
 	s.logFailure(ctx, e, err, attrs...)
-	writeError(ctx, e)
+	s.writeError(ctx, e)
 }
 
 // logFailure logs err, a failure the broker reported, under the code of its

@@ -158,6 +158,7 @@ func TestFailure_Conflict(t *testing.T) {
 // on keep their status and bytes.
 func TestErrorTable_WireMessages(t *testing.T) {
 	t.Parallel()
+	s := &Server{metrics: metrics.NewSet()}
 	for _, c := range []struct {
 		e      apiError
 		status int
@@ -178,9 +179,9 @@ func TestErrorTable_WireMessages(t *testing.T) {
 		{errEncryptionUnavailable, 400, `{"error":"encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the broker"}`},
 	} {
 		var ctx fasthttp.RequestCtx
-		counter := metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + c.e.Code + `"}`)
+		counter := s.errorCounter(c.e.Code)
 		before := counter.Get()
-		writeError(&ctx, c.e)
+		s.writeError(&ctx, c.e)
 		if got := ctx.Response.StatusCode(); got != c.status {
 			t.Errorf("%s: status %d, want %d", c.e.Code, got, c.status)
 		}
@@ -192,7 +193,7 @@ func TestErrorTable_WireMessages(t *testing.T) {
 		}
 	}
 	var ctx fasthttp.RequestCtx
-	writeScopeRequired(&ctx)
+	s.writeScopeRequired(&ctx)
 	if got, want := string(ctx.Response.Body()), `{"success":false,"error":"namespace or task is required","messages":[]}`; got != want {
 		t.Errorf("discovery without a scope: %s, want %s", got, want)
 	}

@@ -79,7 +79,7 @@ func appendGroupTimeOrNull(dst []byte, t *time.Time) []byte {
 func (s *Server) handleListGroups(ctx *fasthttp.RequestCtx) {
 	limit, offset, e := groupPage(ctx.QueryArgs())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, err := s.broker.ListGroups(ctx, limit, offset)
@@ -133,12 +133,12 @@ func (s *Server) handleLaggingGroups(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	minLag, e := intParam(args, "minLagSeconds", lagDefaultSeconds, 0, math.MaxInt32)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	limit, offset, e := groupPage(args)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, err := s.broker.LaggingGroups(ctx, time.Duration(minLag)*time.Second, limit, offset)
@@ -181,12 +181,12 @@ func (s *Server) handleLaggingGroups(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleGetGroup(ctx *fasthttp.RequestCtx) {
 	group, e := pathName(ctx, "group")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	limit, offset, e := groupPage(ctx.QueryArgs())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, err := s.broker.GroupPartitions(ctx, group, limit, offset)
@@ -238,19 +238,19 @@ func (s *Server) handleGetGroup(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleDeleteGroup(ctx *fasthttp.RequestCtx) {
 	group, e := pathName(ctx, "group")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	var queue string
 	if ctx.UserValue("queue") != nil {
 		if queue, e = pathName(ctx, "queue"); e != nil {
-			writeError(ctx, *e)
+			s.writeError(ctx, *e)
 			return
 		}
 	}
 	meta, e := boolParam(ctx.QueryArgs(), "deleteMetadata", true)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	res, err := s.broker.DeleteGroup(ctx, group, queue, meta)
@@ -312,7 +312,7 @@ func (s *Server) handleSeekGroup(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	res, err := s.broker.SeekGroup(ctx, seek)
@@ -349,7 +349,7 @@ func (s *Server) handleSeekPartition(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	res, err := s.broker.SeekGroup(ctx, seek)
@@ -413,29 +413,29 @@ func (s *Server) handleStatsRefresh(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleSubscription(ctx *fasthttp.RequestCtx) {
 	group, e := pathName(ctx, "group")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) == 0 {
-		writeError(ctx, errEmptyBody)
+		s.writeError(ctx, errEmptyBody)
 		return
 	}
 	var req struct {
 		TS json.RawMessage `json:"subscriptionTimestamp"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(ctx, *invalidJSON(err))
+		s.writeError(ctx, *invalidJSON(err))
 		return
 	}
 	v, ok, isNull := jsonString(req.TS)
 	if isNull {
-		writeError(ctx, errSubscriptionTSNull)
+		s.writeError(ctx, errSubscriptionTSNull)
 		return
 	}
 	t, parsed := parseTime(v)
 	if !ok || !parsed {
-		writeError(ctx, errTimeParam("subscriptionTimestamp"))
+		s.writeError(ctx, errTimeParam("subscriptionTimestamp"))
 		return
 	}
 	n, err := s.broker.SetSubscription(ctx, group, t)

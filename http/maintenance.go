@@ -73,7 +73,7 @@ func (s *Server) handleGetMaintenance(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleSetMaintenance(ctx *fasthttp.RequestCtx) {
-	on, ok := switchBody(ctx)
+	on, ok := s.switchBody(ctx)
 	if !ok {
 		return
 	}

@@ -105,7 +105,7 @@ type busJSON struct {
 func (s *Server) handleListMessages(ctx *fasthttp.RequestCtx) {
 	f, e := messageFilter(ctx.QueryArgs(), time.Now())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	l, err := s.broker.ListMessages(ctx, f)
@@ -171,7 +171,7 @@ func messagePath(ctx *fasthttp.RequestCtx) (uuid.UUID, string, *apiError) {
 func (s *Server) handleDeleteMessage(ctx *fasthttp.RequestCtx) {
 	pid, txid, e := messagePath(ctx)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	if _, err := s.broker.DeleteMessage(ctx, pid, txid); err != nil {
@@ -189,7 +189,7 @@ func (s *Server) handleDeleteMessage(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleMoveToDLQ(ctx *fasthttp.RequestCtx) {
 	pid, txid, e := messagePath(ctx)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	ch, err := s.broker.MoveToDLQ(ctx, pid, txid)
@@ -198,7 +198,7 @@ func (s *Server) handleMoveToDLQ(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if len(ch.Groups) == 0 {
-		writeError(ctx, errMessageResolved)
+		s.writeError(ctx, errMessageResolved)
 		return
 	}
 	s.writeObject(ctx, struct {
@@ -212,7 +212,7 @@ func (s *Server) handleMoveToDLQ(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleRetryMessage(ctx *fasthttp.RequestCtx) {
 	pid, txid, e := messagePath(ctx)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	r, err := s.broker.RetryMessage(ctx, pid, txid)
@@ -221,7 +221,7 @@ func (s *Server) handleRetryMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if r.Requeued == nil && len(r.Reset) == 0 {
-		writeError(ctx, errNotRetryable)
+		s.writeError(ctx, errNotRetryable)
 		return
 	}
 	type requeued struct {

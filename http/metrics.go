@@ -13,47 +13,56 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Counters of the HTTP face, exported on /metrics/prometheus.
-var (
-	pushRequests   = metrics.NewCounter(`queengo_push_requests_total`)
-	pushMessages   = metrics.NewCounter(`queengo_push_messages_total`)
-	pushDuplicates = metrics.NewCounter(`queengo_push_duplicates_total`)
-	pushFailed     = metrics.NewCounter(`queengo_push_failed_total`)
-	popRequests    = metrics.NewCounter(`queengo_pop_requests_total`)
-	popMessages    = metrics.NewCounter(`queengo_pop_messages_total`)
-	popEmpty       = metrics.NewCounter(`queengo_pop_empty_total`)
-	popErrors      = metrics.NewCounter(`queengo_pop_errors_total`)
-	ackRequests    = metrics.NewCounter(`queengo_ack_requests_total`)
-	ackItems       = metrics.NewCounter(`queengo_ack_items_total`)
-	ackFailed      = metrics.NewCounter(`queengo_ack_item_failures_total`)
-	pushDuration   = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets)
-	popDuration    = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets)
-	ackDuration    = metrics.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets)
-)
+// serverMetrics are the counters of the HTTP face, registered in the
+// Server's set and exported on /metrics/prometheus.
+type serverMetrics struct {
+	pushRequests, pushMessages, pushDuplicates, pushFailed *metrics.Counter
+	popRequests, popMessages, popEmpty, popErrors          *metrics.Counter
+	ackRequests, ackItems, ackFailed                       *metrics.Counter
+	pushDuration, popDuration, ackDuration                 *metrics.PrometheusHistogram
+}
+
+func newServerMetrics(set *metrics.Set) serverMetrics {
+	return serverMetrics{
+		pushRequests:   set.NewCounter(`queengo_push_requests_total`),
+		pushMessages:   set.NewCounter(`queengo_push_messages_total`),
+		pushDuplicates: set.NewCounter(`queengo_push_duplicates_total`),
+		pushFailed:     set.NewCounter(`queengo_push_failed_total`),
+		popRequests:    set.NewCounter(`queengo_pop_requests_total`),
+		popMessages:    set.NewCounter(`queengo_pop_messages_total`),
+		popEmpty:       set.NewCounter(`queengo_pop_empty_total`),
+		popErrors:      set.NewCounter(`queengo_pop_errors_total`),
+		ackRequests:    set.NewCounter(`queengo_ack_requests_total`),
+		ackItems:       set.NewCounter(`queengo_ack_items_total`),
+		ackFailed:      set.NewCounter(`queengo_ack_item_failures_total`),
+		pushDuration:   set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets),
+		popDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets),
+		ackDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets),
+	}
+}
 
 // secondsBuckets are the request latency histograms' buckets (Prometheus'
 // kind, le): from half a millisecond to an hour, a long poll's longest.
 var secondsBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600}
-
-var started = time.Now()
 
 // databaseErrors are the error table's entries that mean the database
 // failed a request; their counts are RequestCounts.DBErrors.
 var databaseErrors = []apiError{errDatabase, errRowMissing, errDatabaseNoConn, errDatabaseUnavailable,
 	errDatabaseTimedOut, errPopNoConn, errPopFailed}
 
-// RequestCounts reads this process's request counters, for the metrics
+// RequestCounts reads the server's request counters, for the metrics
 // collector's process rows.
-func RequestCounts() queengo.RequestCounts {
+func (s *Server) RequestCounts() queengo.RequestCounts {
 	var db uint64
 	for _, e := range databaseErrors {
-		db += metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + e.Code + `"}`).Get()
+		db += s.errorCounter(e.Code).Get()
 	}
+	m := &s.m
 	return queengo.RequestCounts{
-		PushRequests: pushRequests.Get(), PushMessages: pushMessages.Get(), PushDuplicates: pushDuplicates.Get(),
-		PushFailed: pushFailed.Get(), PopRequests: popRequests.Get(), PopMessages: popMessages.Get(),
-		PopEmpty: popEmpty.Get(), PopErrors: popErrors.Get(), AckRequests: ackRequests.Get(),
-		AckItems: ackItems.Get(), AckFailed: ackFailed.Get(), DBErrors: db,
+		PushRequests: m.pushRequests.Get(), PushMessages: m.pushMessages.Get(), PushDuplicates: m.pushDuplicates.Get(),
+		PushFailed: m.pushFailed.Get(), PopRequests: m.popRequests.Get(), PopMessages: m.popMessages.Get(),
+		PopEmpty: m.popEmpty.Get(), PopErrors: m.popErrors.Get(), AckRequests: m.ackRequests.Get(),
+		AckItems: m.ackItems.Get(), AckFailed: m.ackFailed.Get(), DBErrors: db,
 	}
 }
 
@@ -64,7 +73,8 @@ func RequestCounts() queengo.RequestCounts {
 func (s *Server) handlePrometheus(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	metrics.WritePrometheus(ctx, true)
+	s.metrics.WritePrometheus(ctx)
+	metrics.WriteProcessMetrics(ctx)
 	var w promWriter
 	s.writeQueenFamilies(&w)
 	_, _ = ctx.Write(w.Bytes())
@@ -109,7 +119,7 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 	p := s.broker.ProcessStats()
 	total, idle, acquired := s.broker.PoolStats()
 	w.family("queen_uptime_seconds", "gauge", "Seconds since the broker process started.")
-	w.sample("queen_uptime_seconds", time.Since(started).Seconds())
+	w.sample("queen_uptime_seconds", time.Since(s.started).Seconds())
 	w.family("queen_cpu_user_microseconds_total", "counter", "User CPU time of the process, microseconds.")
 	w.sample("queen_cpu_user_microseconds_total", float64(p.CPUUserUs))
 	w.family("queen_cpu_system_microseconds_total", "counter", "System CPU time of the process, microseconds.")
@@ -176,9 +186,9 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 // handleMetrics is the JSON summary the SDKs' admin.metrics() returns. The
 // rates are per second since the process started.
 func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx) {
-	up := time.Since(started).Seconds()
-	reqs := pushRequests.Get() + popRequests.Get() + ackRequests.Get()
-	msgs := pushMessages.Get()
+	up := time.Since(s.started).Seconds()
+	reqs := s.m.pushRequests.Get() + s.m.popRequests.Get() + s.m.ackRequests.Get()
+	msgs := s.m.pushMessages.Get()
 	p := s.broker.ProcessStats()
 	total, idle, acquired := s.broker.PoolStats()
 	buf := append(make([]byte, 0, 512), `{"uptime":`...)

@@ -86,13 +86,13 @@ func (s *Server) handlePopPartition(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	writeError(ctx, *e)
+	s.writeError(ctx, *e)
 }
 
 func (s *Server) handlePopQueue(ctx *fasthttp.RequestCtx) {
 	queue, e := pathName(ctx, "queue")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	s.pop(ctx, &queengo.PopRequest{Queue: queue})
@@ -106,21 +106,21 @@ func (s *Server) handlePopDiscovery(ctx *fasthttp.RequestCtx) {
 		r.Task, e = nameParam(args, "task")
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	if r.Namespace == "" && r.Task == "" {
-		writeScopeRequired(ctx)
+		s.writeScopeRequired(ctx)
 		return
 	}
 	s.pop(ctx, r)
 }
 
 func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
-	defer popDuration.UpdateDuration(time.Now())
-	popRequests.Inc()
+	defer s.m.popDuration.UpdateDuration(time.Now())
+	s.m.popRequests.Inc()
 	if e := s.parsePop(ctx.QueryArgs(), r); e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	// Not ctx: fasthttp cancels it when shutdown begins, and a pop whose
@@ -140,13 +140,13 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 		s.broker.Abandon(res)
 		ctx.SetConnectionClose()
 	case err != nil:
-		popErrors.Inc()
+		s.m.popErrors.Inc()
 		s.writeFailure(ctx, popFailure(err), err, "queue", r.Queue)
 	case len(res.Messages) == 0:
-		popEmpty.Inc()
+		s.m.popEmpty.Inc()
 		writeNoContent(ctx)
 	default:
-		popMessages.Add(len(res.Messages))
+		s.m.popMessages.Add(len(res.Messages))
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetContentType("application/json")
 		setCORS(ctx)
@@ -156,8 +156,8 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 
 // writeScopeRequired is the exact 400 of the discovery route without a scope
 // (pop-routes.md).
-func writeScopeRequired(ctx *fasthttp.RequestCtx) {
-	countError(errScopeRequired)
+func (s *Server) writeScopeRequired(ctx *fasthttp.RequestCtx) {
+	s.countError(errScopeRequired)
 	buf := append(make([]byte, 0, 80), `{"success":false,"error":`...)
 	buf = appendString(buf, errScopeRequired.Message)
 	buf = append(buf, `,"messages":[]}`...)

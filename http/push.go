@@ -283,11 +283,11 @@ func jsonString(raw json.RawMessage) (s string, ok, isNull bool) {
 }
 
 func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
-	defer pushDuration.UpdateDuration(time.Now())
-	pushRequests.Inc()
+	defer s.m.pushDuration.UpdateDuration(time.Now())
+	s.m.pushRequests.Inc()
 	items, e := parsePush(ctx.PostBody())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	if len(items) == 0 {
@@ -320,9 +320,9 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		buf = append(buf, '"')
 		switch r.Status {
 		case queengo.PushDuplicate:
-			pushDuplicates.Inc()
+			s.m.pushDuplicates.Inc()
 		case queengo.PushFailed:
-			pushFailed.Inc()
+			s.m.pushFailed.Inc()
 		}
 		switch {
 		case r.Status == queengo.PushBuffered:
@@ -352,7 +352,7 @@ func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 		buf = append(buf, '}')
 	}
 	buf = append(buf, ']')
-	pushMessages.Add(len(results) - failed)
+	s.m.pushMessages.Add(len(results) - failed)
 	status := fasthttp.StatusCreated
 	if failed == len(results) {
 		// Nothing was written: not a 2xx, which the Go SDK would read as

@@ -173,7 +173,7 @@ type queueJSON struct {
 func (s *Server) handleListQueues(ctx *fasthttp.RequestCtx) {
 	f, e := resourceFilter(ctx.QueryArgs())
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, total, err := s.broker.ListQueues(ctx, f)
@@ -225,12 +225,12 @@ func partitionOut(p *queengo.PartitionSummary, full bool) partitionJSON {
 func (s *Server) handleGetQueue(ctx *fasthttp.RequestCtx) {
 	name, e := pathName(ctx, "queue")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	var f queengo.ResourceFilter
 	if f.Limit, f.Offset, e = resourcePage(ctx.QueryArgs(), "partitionLimit", "partitionOffset"); e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	q, err := s.broker.GetQueue(ctx, name, f)
@@ -264,7 +264,7 @@ func (s *Server) handleListPartitions(ctx *fasthttp.RequestCtx) {
 		f.Queue, e = nameParam(args, "queue")
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, total, err := s.broker.ListPartitions(ctx, f)
@@ -302,7 +302,7 @@ func (s *Server) handleTasks(ctx *fasthttp.RequestCtx) { s.listGroupings(ctx, "t
 func (s *Server) listGroupings(ctx *fasthttp.RequestCtx, by string) {
 	limit, offset, e := resourcePage(ctx.QueryArgs(), "limit", "offset")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, total, err := s.broker.ListGroupings(ctx, by, limit, offset)
@@ -342,7 +342,7 @@ func (s *Server) handleClearQueue(ctx *fasthttp.RequestCtx) {
 		e = &errEmptyClearPartition
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	c, err := s.broker.ClearQueue(ctx, queue, part)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -72,15 +73,25 @@ type Config struct {
 	// Auth checks every route's access level (JWT_ENABLED); nil: off,
 	// every route is open.
 	Auth *Auth
+	// Metrics is the broker process's set, served on /metrics/prometheus
+	// with the process's own figures; the server registers its counters
+	// in it. nil: a set of its own.
+	Metrics *metrics.Set
+	// Started is when the broker process started (its uptime); zero: when
+	// New ran.
+	Started time.Time
 }
 
 // Server serves the API.
 type Server struct {
-	cfg    Config
-	broker Broker
-	log    *slog.Logger
-	srv    *fasthttp.Server
-	watch  clientWatch
+	cfg     Config
+	broker  Broker
+	log     *slog.Logger
+	srv     *fasthttp.Server
+	watch   clientWatch
+	metrics *metrics.Set
+	m       serverMetrics
+	started time.Time
 }
 
 // New builds the server and its routes.
@@ -92,11 +103,18 @@ func New(cfg Config, broker Broker) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
+	if cfg.Started.IsZero() {
+		cfg.Started = time.Now()
+	}
 	if cfg.Auth != nil {
 		broker = stamping{broker}
+		cfg.Auth.verified = cfg.Metrics.NewCounter(authVerifiedName)
 	}
-	s := &Server{cfg: cfg, broker: broker, log: log,
-		watch: clientWatch{conns: map[uint64]*watched{}, stop: make(chan struct{})}}
+	s := &Server{cfg: cfg, broker: broker, log: log, metrics: cfg.Metrics, m: newServerMetrics(cfg.Metrics),
+		started: cfg.Started, watch: clientWatch{conns: map[uint64]*watched{}, stop: make(chan struct{})}}
 	r := router.New()
 	s.register(r, s.routes())
 	preflight := func(ctx *fasthttp.RequestCtx) {
@@ -116,12 +134,12 @@ func New(cfg Config, broker Broker) *Server {
 			preflight(ctx)
 			return
 		}
-		writeError(ctx, errRouteNotFound)
+		s.writeError(ctx, errRouteNotFound)
 	}
-	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) { writeError(ctx, errMethodNotAllowed) }
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) { s.writeError(ctx, errMethodNotAllowed) }
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		log.Error("handler panic", "path", string(ctx.Path()), "panic", v)
-		writeError(ctx, errInternal)
+		s.writeError(ctx, errInternal)
 	}
 	s.mustBeLeveled(r)
 	s.srv = &fasthttp.Server{
@@ -134,7 +152,7 @@ func New(cfg Config, broker Broker) *Server {
 		IdleTimeout:           2 * time.Minute,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{log},
-		ErrorHandler:          func(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, serverError(err, cfg.MaxBodySize)) },
+		ErrorHandler:          func(ctx *fasthttp.RequestCtx, err error) { s.writeError(ctx, serverError(err, cfg.MaxBodySize)) },
 	}
 	return s
 }

@@ -160,7 +160,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 		limit, e = intParam(args, "limit", statusQueuesLimitDefault, 1, statusQueuesLimitMax)
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	bucket := autoBucket(from, to)
@@ -261,7 +261,7 @@ func (s *Server) handleStatusQueues(ctx *fasthttp.RequestCtx) {
 		offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	queues, total, err := s.broker.StatusQueues(ctx, f, limit, offset)
@@ -291,7 +291,7 @@ func (s *Server) handleStatusQueue(ctx *fasthttp.RequestCtx) {
 		offset, e = offsetParam(args, "offset")
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	d, err := s.broker.QueueDetail(ctx, name, limit, offset)
@@ -350,7 +350,7 @@ func (s *Server) handleStatusMessages(ctx *fasthttp.RequestCtx) {
 		offset, e = intParam(args, "offset", 0, 0, messagesOffsetMax)
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, err := s.broker.QueueMessages(ctx, name, limit, offset)
@@ -399,7 +399,7 @@ func (s *Server) handleStatusAnalytics(ctx *fasthttp.RequestCtx) {
 	}
 	bucket, ok := analyticsIntervals[interval]
 	if !ok {
-		writeError(ctx, errIntervalParam)
+		s.writeError(ctx, errIntervalParam)
 		return
 	}
 	f, e := statusFilter(args)
@@ -411,7 +411,7 @@ func (s *Server) handleStatusAnalytics(ctx *fasthttp.RequestCtx) {
 		e = &errTooManyPoints
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	points, err := s.broker.QueueSeries(ctx, queengo.SeriesQuery{From: from, To: to, Bucket: bucket, Filter: f})

@@ -181,17 +181,17 @@ func checkTrace(f *traceFields) (t queengo.NewTrace, e *apiError) {
 func (s *Server) handleRecordTrace(ctx *fasthttp.RequestCtx) {
 	sc := &scanner{b: ctx.PostBody()}
 	if sc.end() {
-		writeError(ctx, errEmptyBody)
+		s.writeError(ctx, errEmptyBody)
 		return
 	}
 	switch sc.peek() {
 	case '{':
 	default:
 		if err := sc.skip(0); err != nil {
-			writeError(ctx, *invalidJSON(err))
+			s.writeError(ctx, *invalidJSON(err))
 			return
 		}
-		writeError(ctx, errTraceMessageRequired)
+		s.writeError(ctx, errTraceMessageRequired)
 		return
 	}
 	f, err := readTrace(sc)
@@ -199,12 +199,12 @@ func (s *Server) handleRecordTrace(ctx *fasthttp.RequestCtx) {
 		err = errTrailing
 	}
 	if err != nil {
-		writeError(ctx, *invalidJSON(err))
+		s.writeError(ctx, *invalidJSON(err))
 		return
 	}
 	t, e := checkTrace(&f)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	id, err := s.broker.RecordTrace(ctx, t)
@@ -231,7 +231,7 @@ func tracePageParams(ctx *fasthttp.RequestCtx, def int) (limit, offset int, e *a
 func (s *Server) handleMessageTraces(ctx *fasthttp.RequestCtx) {
 	pid, e := pathUUID(ctx, "partitionId")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	txid, e := pathText(ctx, "transactionId")
@@ -239,12 +239,12 @@ func (s *Server) handleMessageTraces(ctx *fasthttp.RequestCtx) {
 		e = checkTxID(txid)
 	}
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	limit, offset, e := tracePageParams(ctx, traceLimitMax)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, err := s.broker.MessageTraces(ctx, pid, txid, limit, offset)
@@ -266,12 +266,12 @@ func (s *Server) handleMessageTraces(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleTracesByName(ctx *fasthttp.RequestCtx) {
 	name, e := pathName(ctx, "traceName")
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	limit, offset, e := tracePageParams(ctx, traceLimitDefault)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, total, err := s.broker.TracesByName(ctx, name, limit, offset)
@@ -295,7 +295,7 @@ func (s *Server) handleTracesByName(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleTraceNames(ctx *fasthttp.RequestCtx) {
 	limit, offset, e := tracePageParams(ctx, namesLimitDefault)
 	if e != nil {
-		writeError(ctx, *e)
+		s.writeError(ctx, *e)
 		return
 	}
 	list, total, err := s.broker.TraceNames(ctx, limit, offset)

@@ -109,6 +109,14 @@ func gzipOf(b []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// WithNotFound returns a handler of the same assets whose paths that are no
+// asset are answered by notFound.
+func (h *Handler) WithNotFound(notFound fasthttp.RequestHandler) *Handler {
+	c := *h
+	c.notFound = notFound
+	return &c
+}
+
 // Index serves the page (GET /).
 func (h *Handler) Index(ctx *fasthttp.RequestCtx) { h.serve(ctx, "index.html") }
 

@@ -1,4 +1,4 @@
-package actors
+package jobs
 
 import (
 	"context"
@@ -49,6 +49,10 @@ type RetentionConfig struct {
 	// PartitionIdle: a partition that holds no segment and saw no write, no
 	// consumer and no dead letter this long is removed with its cursors.
 	PartitionIdle time.Duration
+	// Metrics is the set the service's figures are registered in (the
+	// broker process's, served on /metrics/prometheus); nil: a set of its
+	// own that nothing serves.
+	Metrics *metrics.Set
 }
 
 // RetentionConn is what the retention service needs from the database
@@ -102,6 +106,8 @@ type Retention struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	set   *metrics.Set
+	count lifecycleCounters
 	// ages holds, per queue, the unix nanoseconds of its oldest retained
 	// message, read by the queue's gauge. Only the retention loop touches
 	// the map.
@@ -125,9 +131,12 @@ func NewRetention(cfg RetentionConfig, connect RetentionConnect, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Retention{cfg: cfg, connect: connect, log: log, clock: time.Now, ctx: ctx, cancel: cancel,
-		ages: map[string]*atomic.Int64{}}
+		set: cfg.Metrics, count: newLifecycleCounters(cfg.Metrics), ages: map[string]*atomic.Int64{}}
 }
 
 // Start runs retention and eviction now and then at their intervals.
@@ -200,7 +209,7 @@ func (r *Retention) runDue(ctx context.Context, jobs []*job) {
 		}
 		for _, j := range due {
 			j.next = now.Add(j.interval)
-			runOutcome(j.name, "failed").Inc()
+			r.runOutcome(j.name, "failed").Inc()
 		}
 		r.log.Warn("retention service: connecting to the database failed", "jobs", names, "err", err)
 		return
@@ -215,19 +224,38 @@ func (r *Retention) runDue(ctx context.Context, jobs []*job) {
 	}
 }
 
-// Metrics of the service, exported on /metrics/prometheus.
-var (
-	droppedSegments   = metrics.NewCounter(`queengo_retention_dropped_segments_total`)
-	droppedMessages   = metrics.NewCounter(`queengo_retention_dropped_messages_total`)
-	droppedBytes      = metrics.NewCounter(`queengo_retention_dropped_bytes_total`)
-	evictedMessages   = metrics.NewCounter(`queengo_evicted_messages_total`)
-	removedPartitions = metrics.NewCounter(`queengo_retention_removed_partitions_total`)
-)
+// lifecycleCounters are what the service removed, on /metrics/prometheus
+// and in the collector's process rows.
+type lifecycleCounters struct {
+	droppedSegments, droppedMessages, droppedBytes, evicted, removedPartitions *metrics.Counter
+}
+
+func newLifecycleCounters(set *metrics.Set) lifecycleCounters {
+	return lifecycleCounters{
+		droppedSegments:   set.NewCounter(`queengo_retention_dropped_segments_total`),
+		droppedMessages:   set.NewCounter(`queengo_retention_dropped_messages_total`),
+		droppedBytes:      set.NewCounter(`queengo_retention_dropped_bytes_total`),
+		evicted:           set.NewCounter(`queengo_evicted_messages_total`),
+		removedPartitions: set.NewCounter(`queengo_retention_removed_partitions_total`),
+	}
+}
+
+// lifecycleCounts are the counters' values.
+type lifecycleCounts struct {
+	droppedSegments, droppedMessages, droppedBytes, evicted, removedPartitions uint64
+}
+
+// counts reads what the service removed since the process started.
+func (r *Retention) counts() lifecycleCounts {
+	c := &r.count
+	return lifecycleCounts{droppedSegments: c.droppedSegments.Get(), droppedMessages: c.droppedMessages.Get(),
+		droppedBytes: c.droppedBytes.Get(), evicted: c.evicted.Get(), removedPartitions: c.removedPartitions.Get()}
+}
 
 // runOutcome counts a job's runs: "led" (this process did the work),
 // "skipped" (another process held the job's lock) or "failed".
-func runOutcome(job, outcome string) *metrics.Counter {
-	return metrics.GetOrCreateCounter(`queengo_retention_runs_total{job="` + job + `",outcome="` + outcome + `"}`)
+func (r *Retention) runOutcome(job, outcome string) *metrics.Counter {
+	return r.set.GetOrCreateCounter(`queengo_retention_runs_total{job="` + job + `",outcome="` + outcome + `"}`)
 }
 
 // retain is one retention run: expired and completed segments, then idle
@@ -243,7 +271,7 @@ func (r *Retention) retain(ctx context.Context, c RetentionConn) {
 			return err
 		}
 		removed, err = c.RemoveIdlePartitions(ctx, r.cfg.PartitionIdle, r.cfg.BatchSize)
-		removedPartitions.Add(removed)
+		r.count.removedPartitions.Add(removed)
 		return err
 	})
 	r.record(ctx, jobRetention, led, err, d.Segments > 0 || removed > 0, "segments", d.Segments,
@@ -269,9 +297,9 @@ func (r *Retention) dropSegments(ctx context.Context, c RetentionConn, until tim
 		if done == 0 && d.Segments == 0 {
 			return total, errNoProgress
 		}
-		droppedSegments.AddInt64(d.Segments)
-		droppedMessages.AddInt64(d.Messages)
-		droppedBytes.AddInt64(d.Bytes)
+		r.count.droppedSegments.AddInt64(d.Segments)
+		r.count.droppedMessages.AddInt64(d.Messages)
+		r.count.droppedBytes.AddInt64(d.Bytes)
 		total.Segments += d.Segments
 		total.Messages += d.Messages
 		total.Bytes += d.Bytes
@@ -302,7 +330,7 @@ func (r *Retention) evict(ctx context.Context, c RetentionConn) {
 			if done == 0 && n == 0 {
 				return errNoProgress
 			}
-			evictedMessages.AddInt64(n)
+			r.count.evicted.AddInt64(n)
 			total += n
 			targets = targets[done:]
 		}
@@ -318,16 +346,16 @@ func (r *Retention) record(ctx context.Context, job string, led bool, err error,
 	case err != nil && ctx.Err() != nil:
 		r.log.Debug(job+" run stopped", append(attrs, "err", err)...)
 	case err != nil:
-		runOutcome(job, "failed").Inc()
+		r.runOutcome(job, "failed").Inc()
 		r.log.Warn(job+" run failed", append(attrs, "err", err)...)
 	case !led:
-		runOutcome(job, "skipped").Inc()
+		r.runOutcome(job, "skipped").Inc()
 		r.log.Debug(job + " run skipped: another process leads it")
 	case changed:
-		runOutcome(job, "led").Inc()
+		r.runOutcome(job, "led").Inc()
 		r.log.Info(job+" run", attrs...)
 	default:
-		runOutcome(job, "led").Inc()
+		r.runOutcome(job, "led").Inc()
 		r.log.Debug(job+" run", attrs...)
 	}
 }
@@ -344,7 +372,7 @@ func (r *Retention) refreshAges(ctx context.Context, c RetentionConn) {
 	}
 	for q := range r.ages {
 		if _, ok := oldest[q]; !ok {
-			metrics.UnregisterMetric(ageGaugeName(q))
+			r.set.UnregisterMetric(ageGaugeName(q))
 			delete(r.ages, q)
 		}
 	}
@@ -353,7 +381,7 @@ func (r *Retention) refreshAges(ctx context.Context, c RetentionConn) {
 		if a == nil {
 			a = &atomic.Int64{}
 			r.ages[q] = a
-			metrics.GetOrCreateGauge(ageGaugeName(q), func() float64 {
+			r.set.GetOrCreateGauge(ageGaugeName(q), func() float64 {
 				return max(r.clock().Sub(time.Unix(0, a.Load())).Seconds(), 0)
 			})
 		}

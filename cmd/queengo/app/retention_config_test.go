@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // server's defaults; a value out of range is an error naming its variable.
 func TestConfig_Retention(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, env(map[string]string{}))
+	cfg, err := LoadConfig(nil, env(map[string]string{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestConfig_Retention(t *testing.T) {
 		cfg.RetentionBatchSize != 1000 || cfg.PartitionCleanupDays != 30 {
 		t.Fatalf("defaults %v %v %d %d", cfg.RetentionInterval, cfg.EvictionInterval, cfg.RetentionBatchSize, cfg.PartitionCleanupDays)
 	}
-	cfg, err = loadConfig(nil, env(map[string]string{"RETENTION_INTERVAL": "200", "EVICTION_INTERVAL": "150",
+	cfg, err = LoadConfig(nil, env(map[string]string{"RETENTION_INTERVAL": "200", "EVICTION_INTERVAL": "150",
 		"RETENTION_BATCH_SIZE": "10", "PARTITION_CLEANUP_DAYS": "7"}))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestConfig_Retention(t *testing.T) {
 	}
 	for name, val := range map[string]string{"RETENTION_INTERVAL": "0", "EVICTION_INTERVAL": "1m",
 		"RETENTION_BATCH_SIZE": "0", "PARTITION_CLEANUP_DAYS": "0"} {
-		_, err := loadConfig(nil, env(map[string]string{name: val}))
+		_, err := LoadConfig(nil, env(map[string]string{name: val}))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)

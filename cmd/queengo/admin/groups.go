@@ -1,4 +1,4 @@
-package actors
+package admin
 
 import (
 	"context"
@@ -21,9 +21,9 @@ type GroupStore interface {
 
 // ListGroups returns one page of the consumer-group list: one entry per
 // (group, queue), by group then queue (byte order), from figures of every
-// group shared between readers (figures.go).
-func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error) {
-	all, _, err := b.stats.groups.get(ctx)
+// group shared between readers (jobs.Figures).
+func (a *Admin) ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error) {
+	all, _, err := a.figures.Groups(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +33,8 @@ func (b *Broker) ListGroups(ctx context.Context, limit, offset int) ([]queengo.G
 // LaggingGroups returns one page of the (partition, group) cursors whose
 // oldest unconsumed message was written at least minLag ago, the longest
 // waiting first; like ListGroups, from figures shared between readers.
-func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error) {
-	all, _, err := b.stats.lagging.get(ctx)
+func (a *Admin) LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error) {
+	all, _, err := a.figures.Lagging(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,18 +57,18 @@ func (b *Broker) LaggingGroups(ctx context.Context, minLag time.Duration, limit,
 // GroupPartitions returns one page of the group's cursors, by queue then
 // partition, or an error wrapping queengo.ErrNotFound for a group with
 // neither a cursor nor a subscription record.
-func (b *Broker) GroupPartitions(ctx context.Context, group string, limit, offset int) ([]queengo.GroupPartition, error) {
-	return b.cfg.Store.GroupPartitions(ctx, group, limit, offset)
+func (a *Admin) GroupPartitions(ctx context.Context, group string, limit, offset int) ([]queengo.GroupPartition, error) {
+	return a.store.GroupPartitions(ctx, group, limit, offset)
 }
 
 // DeleteGroup deletes the group's cursors and attempt counts on queue (on
 // every queue when empty) and, with metadata, its subscription records
 // there. Its next pop is a first contact again (D6); its parked pops on the
 // queues concerned look again at once.
-func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, metadata bool) (queengo.GroupDeleted, error) {
-	res, err := b.cfg.Store.DeleteGroup(ctx, group, queue, metadata)
+func (a *Admin) DeleteGroup(ctx context.Context, group, queue string, metadata bool) (queengo.GroupDeleted, error) {
+	res, err := a.store.DeleteGroup(ctx, group, queue, metadata)
 	if err == nil {
-		b.groupMoved(group, res.Cursors)
+		a.groupMoved(group, res.Cursors)
 	}
 	return res, err
 }
@@ -76,31 +76,25 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, metadata 
 // SeekGroup moves the group's cursors on a queue (or one partition) to the
 // end or to a time and releases their leases; the group's parked pops look
 // again at once, so a seek back delivers at once.
-func (b *Broker) SeekGroup(ctx context.Context, seek queengo.GroupSeek) (queengo.GroupSought, error) {
-	res, err := b.cfg.Store.SeekGroup(ctx, seek)
+func (a *Admin) SeekGroup(ctx context.Context, seek queengo.GroupSeek) (queengo.GroupSought, error) {
+	res, err := a.store.SeekGroup(ctx, seek)
 	if err == nil {
-		b.groupMoved(seek.Group, res.Moved)
+		a.groupMoved(seek.Group, res.Moved)
 	}
 	return res, err
 }
 
-// groupMoved offers the partitions whose cursor of group was moved or
-// deleted to the group's pops: what lies past the cursor, and the span a
-// released lease held, is claimable now. A deleted cursor's ready set
-// stays: the group's next claim searches whatever it offers (a first
-// contact creates the cursor again), and a full search within a second
-// finds the rest.
-func (b *Broker) groupMoved(group string, cursors []queengo.GroupCursor) {
-	for _, c := range cursors {
-		b.freed(c.Queue, c.Partition, group)
-	}
-	b.stats.drop()
+// groupMoved tells the data path that the group's cursors moved (its pops
+// look again at once) and drops the shared figures.
+func (a *Admin) groupMoved(group string, cursors []queengo.GroupCursor) {
+	a.hooks.GroupMoved(group, cursors)
+	a.figures.Drop()
 }
 
-// RefreshStats forgets the dashboard figures (figures.go), so the next read
+// RefreshStats forgets the dashboard figures (jobs.Figures), so the next read
 // of each computes them anew, and computes the figures of the statistics
 // report now.
-func (b *Broker) RefreshStats(ctx context.Context) (queengo.StatsReport, error) {
-	b.stats.drop()
-	return b.cfg.Store.StatsReport(ctx)
+func (a *Admin) RefreshStats(ctx context.Context) (queengo.StatsReport, error) {
+	a.figures.Drop()
+	return a.store.StatsReport(ctx)
 }

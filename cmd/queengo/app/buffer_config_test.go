@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // range is an error naming its variable.
 func TestConfig_FileBuffer(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, env(map[string]string{}))
+	cfg, err := LoadConfig(nil, env(map[string]string{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestConfig_FileBuffer(t *testing.T) {
 		cfg.FileBuffer.MaxBytes != 1<<30 || cfg.FileBufferMaxBatch != 2000 || cfg.FileBufferFlush != 50*time.Millisecond {
 		t.Fatalf("defaults %q %+v %d %v", cfg.FileBufferDir, cfg.FileBuffer, cfg.FileBufferMaxBatch, cfg.FileBufferFlush)
 	}
-	off, err := loadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": "off"}))
+	off, err := LoadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": "off"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestConfig_FileBuffer(t *testing.T) {
 		t.Fatalf("FILE_BUFFER_DIR=off: %v %v, want no buffer", f, err)
 	}
 	dir := t.TempDir()
-	cfg, err = loadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": dir, "FILE_BUFFER_EVENTS_PER_FILE": "5",
+	cfg, err = LoadConfig(nil, env(map[string]string{"FILE_BUFFER_DIR": dir, "FILE_BUFFER_EVENTS_PER_FILE": "5",
 		"FILE_BUFFER_FILE_BYTES": "4096", "FILE_BUFFER_MAX_BYTES": "8192", "FILE_BUFFER_MAX_BATCH": "7",
 		"FILE_BUFFER_FLUSH_MS": "20"}))
 	if err != nil {
@@ -46,7 +46,7 @@ func TestConfig_FileBuffer(t *testing.T) {
 	f.Close()
 	for name, val := range map[string]string{"FILE_BUFFER_EVENTS_PER_FILE": "0", "FILE_BUFFER_FILE_BYTES": "x",
 		"FILE_BUFFER_MAX_BYTES": "10", "FILE_BUFFER_MAX_BATCH": "0", "FILE_BUFFER_FLUSH_MS": "0"} {
-		_, err := loadConfig(nil, env(map[string]string{name: val}))
+		_, err := LoadConfig(nil, env(map[string]string{name: val}))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)

@@ -1,4 +1,4 @@
-package actors
+package admin
 
 import (
 	"context"
@@ -33,16 +33,16 @@ type StatusStore interface {
 
 // StatusQueues returns one page of the queues f selects, newest first, with
 // their live figures, and how many f selects in all.
-func (b *Broker) StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error) {
-	return b.cfg.Store.StatusQueues(ctx, f, limit, offset)
+func (a *Admin) StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error) {
+	return a.store.StatusQueues(ctx, f, limit, offset)
 }
 
 // StatusTotals returns the figures of every queue f selects, newest first,
-// shared between readers (figures.go), and when their computation
+// shared between readers (jobs.Figures), and when their computation
 // started: what GET /api/v1/status sums, read from figures of every queue
 // so that dashboards polling it cost one computation per statsFresh.
-func (b *Broker) StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error) {
-	all, at, err := b.stats.queues.get(ctx)
+func (a *Admin) StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error) {
+	all, at, err := a.figures.Queues(ctx)
 	if err != nil {
 		return nil, at, err
 	}
@@ -63,59 +63,48 @@ func (b *Broker) StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]qu
 }
 
 // DeadLetterSummary counts the dead letters of the queues f selects.
-func (b *Broker) DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, topN int) (queengo.DeadLetterSummary, error) {
-	return b.cfg.Store.DeadLetterSummary(ctx, f, topN)
+func (a *Admin) DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, topN int) (queengo.DeadLetterSummary, error) {
+	return a.store.DeadLetterSummary(ctx, f, topN)
 }
 
 // QueueDetail returns a queue with its totals and a page of its partitions,
 // or an error wrapping queengo.ErrNotFound.
-func (b *Broker) QueueDetail(ctx context.Context, name string, limit, offset int) (queengo.QueueDetail, error) {
-	return b.cfg.Store.QueueDetail(ctx, name, limit, offset)
+func (a *Admin) QueueDetail(ctx context.Context, name string, limit, offset int) (queengo.QueueDetail, error) {
+	return a.store.QueueDetail(ctx, name, limit, offset)
 }
 
 // QueueMessages returns a page of a queue's messages, newest first, or an
 // error wrapping queengo.ErrNotFound.
-func (b *Broker) QueueMessages(ctx context.Context, name string, limit, offset int) ([]queengo.QueueMessage, error) {
-	return b.cfg.Store.QueueMessages(ctx, name, limit, offset)
+func (a *Admin) QueueMessages(ctx context.Context, name string, limit, offset int) ([]queengo.QueueMessage, error) {
+	return a.store.QueueMessages(ctx, name, limit, offset)
 }
 
 // PostgresStats is the live view of the database.
-func (b *Broker) PostgresStats(ctx context.Context) (queengo.PostgresStats, error) {
-	return b.cfg.Store.PostgresStats(ctx)
+func (a *Admin) PostgresStats(ctx context.Context) (queengo.PostgresStats, error) {
+	return a.store.PostgresStats(ctx)
 }
 
 // QueueSeries is the throughput and lag series of the queues q selects.
-func (b *Broker) QueueSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
-	return b.cfg.Store.QueueSeries(ctx, q)
+func (a *Admin) QueueSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.QueueSeries(ctx, q)
 }
 
 // SystemSeries is the process series summed over the broker instances.
-func (b *Broker) SystemSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
-	return b.cfg.Store.SystemSeries(ctx, q)
+func (a *Admin) SystemSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.SystemSeries(ctx, q)
 }
 
 // WorkerSeries is the process series per broker instance.
-func (b *Broker) WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
-	return b.cfg.Store.WorkerSeries(ctx, q)
+func (a *Admin) WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.WorkerSeries(ctx, q)
 }
 
 // ParkedSeries is the parked long polls per queue over the instances.
-func (b *Broker) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
-	return b.cfg.Store.ParkedSeries(ctx, q)
+func (a *Admin) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.ParkedSeries(ctx, q)
 }
 
 // RetentionSeries is what the data lifecycle removed, per bucket.
-func (b *Broker) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
-	return b.cfg.Store.RetentionSeries(ctx, q)
+func (a *Admin) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.RetentionSeries(ctx, q)
 }
-
-// MetricsSnapshot is the running collector's last sample in this process;
-// nil before its first tick or without a collector.
-func (b *Broker) MetricsSnapshot() *queengo.MetricsSnapshot { return latestSnapshot.Load() }
-
-// PopMaintenanceOn is the pop maintenance switch as this process applies it
-// (re-read every MaintenanceRefresh).
-func (b *Broker) PopMaintenanceOn() bool { return b.popMaintenance.Load() }
-
-// ProcessStats reads this process's CPU, memory and goroutines.
-func (b *Broker) ProcessStats() queengo.ProcessStats { return readProcess() }

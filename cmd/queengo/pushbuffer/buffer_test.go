@@ -1,4 +1,4 @@
-package actors
+package pushbuffer
 
 import (
 	"bytes"
@@ -14,32 +14,61 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/actors/filebuffer"
+	"github.com/queengo/queengo/cmd/queengo/pushbuffer/filebuffer"
 )
 
-// bufferStore is a fakeStore that can be down (every Append and Ping fails
-// with ErrUnavailable) and records the transaction ids it stored per
-// partition, in commit order.
-type bufferStore struct {
-	*fakeStore
+// fakeStore is the push path behind the buffer: it can be down (every push
+// and ping fails with ErrUnavailable) or refuse (every item fails with an
+// error that is not "down", as a read-only database does), and it records
+// the transaction ids it stored per partition, in commit order, storing a
+// repeated transaction id once.
+type fakeStore struct {
 	down    atomic.Bool
-	refuse  atomic.Bool // every Append fails with an error that is not "down"
+	refuse  atomic.Bool
 	appends atomic.Int64
 	mu      sync.Mutex
-	order   map[uuid.UUID][]string
+	order   map[string][]string
 }
 
-func (s *bufferStore) Ping(context.Context) error {
+func newFakeStore() *fakeStore { return &fakeStore{order: map[string][]string{}} }
+
+func (s *fakeStore) push(_ context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
+	s.appends.Add(1)
+	if s.down.Load() {
+		return nil, fmt.Errorf("%w: connection refused", queengo.ErrUnavailable)
+	}
+	res := make([]queengo.PushResult, len(items))
+	if s.refuse.Load() {
+		for i := range res {
+			res[i] = queengo.PushResult{Status: queengo.PushFailed,
+				Err: errors.New("ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")}
+		}
+		return res, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, it := range items {
+		res[i] = queengo.PushResult{Status: queengo.PushQueued, TransactionID: it.TransactionID}
+		if slices.Contains(s.order[it.Partition], it.TransactionID) {
+			res[i].Status = queengo.PushDuplicate
+			continue
+		}
+		s.order[it.Partition] = append(s.order[it.Partition], it.TransactionID)
+	}
+	return res, nil
+}
+
+func (s *fakeStore) ping(context.Context) error {
 	if s.down.Load() {
 		return queengo.ErrUnavailable
 	}
 	return nil
 }
 
-func (s *bufferStore) stored(p uuid.UUID) []string {
+func (s *fakeStore) stored(partition string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.order[p]...)
+	return append([]string(nil), s.order[partition]...)
 }
 
 // memSwitch is push maintenance held in memory. A read answers the value
@@ -59,54 +88,43 @@ func (m *memSwitch) SetPushMaintenance(_ context.Context, on bool) error {
 	return nil
 }
 
-type bufferBundle struct {
-	b     *Broker
-	store *bufferStore
+type bundle struct {
+	b     *Buffer
+	store *fakeStore
 	sw    *memSwitch
-	files *FileBuffer
+	files *Files
 }
 
-func setupBuffer(t *testing.T, withFiles bool) *bufferBundle {
+// setup starts a buffer in front of a fake store, with a file buffer of
+// small files when withFiles.
+func setup(t *testing.T, withFiles bool) *bundle {
 	t.Helper()
-	bs := &bufferStore{fakeStore: newFakeStore(), order: map[uuid.UUID][]string{}}
-	bs.fakeStore.append = func(_ context.Context, segs []queengo.Segment) error {
-		bs.appends.Add(1)
-		if bs.down.Load() {
-			return fmt.Errorf("%w: connection refused", queengo.ErrUnavailable)
-		}
-		if bs.refuse.Load() {
-			return errors.New("ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)")
-		}
-		bs.mu.Lock()
-		defer bs.mu.Unlock()
-		for _, sg := range segs {
-			for _, f := range sg.Frames {
-				// The fake store dedupes by transaction id: a repeat is
-				// not stored again.
-				if bs.storedCount(f.TransactionID) == 0 && !slices.Contains(bs.order[sg.Partition], f.TransactionID) {
-					bs.order[sg.Partition] = append(bs.order[sg.Partition], f.TransactionID)
-				}
-			}
-		}
-		return nil
-	}
-	bb := &bufferBundle{store: bs, sw: &memSwitch{}}
-	cfg := Config{Store: bs, RequestTimeout: 2 * time.Second, MaintenanceRefresh: 20 * time.Millisecond,
-		Buffer: BufferConfig{Switch: bb.sw, MaxBatch: 3, FlushInterval: 5 * time.Millisecond}}
+	bb := &bundle{store: newFakeStore(), sw: &memSwitch{}}
+	cfg := Config{Switch: bb.sw, Push: bb.store.push, Ping: bb.store.ping, MaxBatch: 3,
+		FlushInterval: 5 * time.Millisecond, Refresh: 20 * time.Millisecond, Timeout: 2 * time.Second}
 	if withFiles {
-		f, err := OpenFileBuffer(t.TempDir(), filebufferOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(f.Close)
-		bb.files, cfg.Buffer.Files = f, f
+		bb.files = openFiles(t, t.TempDir())
+		cfg.Files = bb.files
 	}
-	bb.b = newTestBroker(t, cfg)
+	bb.b = New(cfg)
+	t.Cleanup(bb.b.Close)
 	return bb
 }
 
+// openFiles opens a buffer directory of small files, closed when the test
+// ends.
+func openFiles(t *testing.T, dir string) *Files {
+	t.Helper()
+	f, err := OpenFiles(dir, filebufferOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
 // push sends items of partition p with the given transaction ids.
-func (bb *bufferBundle) push(t *testing.T, p string, txids ...string) []queengo.PushResult {
+func (bb *bundle) push(t *testing.T, p string, txids ...string) []queengo.PushResult {
 	t.Helper()
 	items := make([]queengo.PushItem, len(txids))
 	for i, tx := range txids {
@@ -121,11 +139,11 @@ func (bb *bufferBundle) push(t *testing.T, p string, txids ...string) []queengo.
 }
 
 // drained waits until the buffer is empty and off.
-func (bb *bufferBundle) drained(t *testing.T) {
+func (bb *bundle) drained(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st := bb.b.BufferStats()
+		st := bb.b.Stats()
 		if st.Pending == 0 && !st.Active {
 			return
 		}
@@ -150,7 +168,7 @@ func statuses(res []queengo.PushResult) string {
 // in push order per partition, and later pushes go to the store again.
 func TestPushBuffer_DatabaseDownBuffersAndReplaysInOrder(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, true)
+	bb := setup(t, true)
 	bb.store.down.Store(true)
 	if got := statuses(bb.push(t, "A", "a1", "a2")); got != "buffered buffered " {
 		t.Fatalf("push with the database down: %s, want buffered", got)
@@ -162,23 +180,21 @@ func TestPushBuffer_DatabaseDownBuffersAndReplaysInOrder(t *testing.T) {
 	if n := bb.store.appends.Load(); n != before {
 		t.Fatalf("%d appends while the buffer was active, want none", n-before)
 	}
-	if st := bb.b.BufferStats(); st.Pending != 7 || !st.Active || st.DBHealthy || st.Failovers != 1 {
+	if st := bb.b.Stats(); st.Pending != 7 || !st.Active || st.DBHealthy || st.Failovers != 1 {
 		t.Fatalf("stats %+v, want 7 pending, active, database down, one failover", st)
 	}
 	bb.store.down.Store(false)
 	bb.drained(t)
-	pa := uuid.NewSHA1(uuid.NameSpaceOID, []byte("A"))
-	pb := uuid.NewSHA1(uuid.NameSpaceOID, []byte("B"))
-	if got := fmt.Sprint(bb.store.stored(pa)); got != "[a1 a2 a3 a4 a5]" {
+	if got := fmt.Sprint(bb.store.stored("A")); got != "[a1 a2 a3 a4 a5]" {
 		t.Fatalf("partition A stored %s, want [a1 a2 a3 a4 a5]", got)
 	}
-	if got := fmt.Sprint(bb.store.stored(pb)); got != "[b1]" {
+	if got := fmt.Sprint(bb.store.stored("B")); got != "[b1]" {
 		t.Fatalf("partition B stored %s, want [b1]", got)
 	}
 	if got := statuses(bb.push(t, "A", "a6")); got != "queued " {
 		t.Fatalf("push after the drain: %s, want queued", got)
 	}
-	if st := bb.b.BufferStats(); st.Files != 0 || st.Bytes != 0 || !st.DBHealthy {
+	if st := bb.b.Stats(); st.Files != 0 || st.Bytes != 0 || !st.DBHealthy {
 		t.Fatalf("stats after the drain %+v, want no files", st)
 	}
 }
@@ -190,30 +206,30 @@ func TestPushBuffer_DatabaseDownBuffersAndReplaysInOrder(t *testing.T) {
 // they are stored, none moves to failed/.
 func TestPushBuffer_ReplayRetriesWhatTheStoreRefusesInOrder(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, true)
+	bb := setup(t, true)
 	ctx := context.Background()
-	if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+	if err := bb.b.SetMaintenance(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	bb.push(t, "P", "r1", "r2")
 	bb.push(t, "P", "r3", "r4", "r5")
 	bb.store.refuse.Store(true)
 	refusedAt := bb.store.appends.Load()
-	if err := bb.b.SetPushMaintenance(ctx, false); err != nil {
+	if err := bb.b.SetMaintenance(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	for bb.store.appends.Load() < refusedAt+3 { // three refused tries
 		time.Sleep(5 * time.Millisecond)
 	}
-	if st := bb.b.BufferStats(); st.Pending != 5 || st.Failed != 0 || !st.Active {
+	if st := bb.b.Stats(); st.Pending != 5 || st.Failed != 0 || !st.Active {
 		t.Fatalf("stats while the store refuses %+v, want 5 pending, none failed, active", st)
 	}
 	bb.store.refuse.Store(false)
 	bb.drained(t)
-	if got := fmt.Sprint(bb.store.stored(uuid.NewSHA1(uuid.NameSpaceOID, []byte("P")))); got != "[r1 r2 r3 r4 r5]" {
+	if got := fmt.Sprint(bb.store.stored("P")); got != "[r1 r2 r3 r4 r5]" {
 		t.Fatalf("stored %s, want [r1 r2 r3 r4 r5]", got)
 	}
-	if st := bb.b.BufferStats(); st.Failed != 0 {
+	if st := bb.b.Stats(); st.Failed != 0 {
 		t.Fatalf("%d records in failed/, want none", st.Failed)
 	}
 }
@@ -222,9 +238,9 @@ func TestPushBuffer_ReplayRetriesWhatTheStoreRefusesInOrder(t *testing.T) {
 // store; switched off, the buffer replays.
 func TestPushBuffer_MaintenanceDivertsUntilSwitchedOff(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, true)
+	bb := setup(t, true)
 	ctx := context.Background()
-	if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+	if err := bb.b.SetMaintenance(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	before := bb.store.appends.Load()
@@ -234,14 +250,14 @@ func TestPushBuffer_MaintenanceDivertsUntilSwitchedOff(t *testing.T) {
 	if bb.store.appends.Load() != before {
 		t.Fatal("a push under maintenance reached the store")
 	}
-	if on, _ := bb.b.PushMaintenance(ctx); !on || !bb.b.PushMaintenanceOn() {
+	if on, _ := bb.b.Maintenance(ctx); !on || !bb.b.MaintenanceOn() {
 		t.Fatal("push maintenance not reported on")
 	}
-	if err := bb.b.SetPushMaintenance(ctx, false); err != nil {
+	if err := bb.b.SetMaintenance(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	bb.drained(t)
-	if got := fmt.Sprint(bb.store.stored(uuid.NewSHA1(uuid.NameSpaceOID, []byte("P")))); got != "[m1 m2]" {
+	if got := fmt.Sprint(bb.store.stored("P")); got != "[m1 m2]" {
 		t.Fatalf("stored %s, want [m1 m2]", got)
 	}
 }
@@ -250,10 +266,10 @@ func TestPushBuffer_MaintenanceDivertsUntilSwitchedOff(t *testing.T) {
 // refresh.
 func TestPushBuffer_MaintenanceFromAnotherProcess(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, true)
+	bb := setup(t, true)
 	bb.sw.on.Store(true)
 	deadline := time.Now().Add(5 * time.Second)
-	for !bb.b.PushMaintenanceOn() {
+	for !bb.b.MaintenanceOn() {
 		if time.Now().After(deadline) {
 			t.Fatal("the stored switch was not applied")
 		}
@@ -268,7 +284,7 @@ func TestPushBuffer_MaintenanceFromAnotherProcess(t *testing.T) {
 // drop) and a database outage fails them as before.
 func TestPushBuffer_NoBuffer(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, false)
+	bb := setup(t, false)
 	ctx := context.Background()
 	item := []queengo.PushItem{{Queue: "q", Partition: "P", Frame: queengo.Frame{ID: uuid.New(), TransactionID: "t", Payload: []byte("1")}}}
 	bb.store.down.Store(true)
@@ -276,7 +292,7 @@ func TestPushBuffer_NoBuffer(t *testing.T) {
 		t.Fatalf("push with the database down and no buffer: %v, want ErrUnavailable", err)
 	}
 	bb.store.down.Store(false)
-	if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+	if err := bb.b.SetMaintenance(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bb.b.Push(ctx, item); !errors.Is(err, queengo.ErrNoBuffer) {
@@ -288,7 +304,7 @@ func TestPushBuffer_NoBuffer(t *testing.T) {
 func TestPushBuffer_ReplaysRecordsLeftByAnEarlierProcess(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	f, err := OpenFileBuffer(dir, filebufferOptions())
+	f, err := OpenFiles(dir, filebufferOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,26 +317,14 @@ func TestPushBuffer_ReplaysRecordsLeftByAnEarlierProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	f, err = OpenFileBuffer(dir, filebufferOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	bs := &bufferStore{fakeStore: newFakeStore(), order: map[uuid.UUID][]string{}}
-	var stored sync.Map
-	bs.fakeStore.append = func(_ context.Context, segs []queengo.Segment) error {
-		for _, sg := range segs {
-			for _, fr := range sg.Frames {
-				stored.Store(fr.TransactionID, true)
-			}
-		}
-		return nil
-	}
-	bb := &bufferBundle{store: bs, b: newTestBroker(t, Config{Store: bs, RequestTimeout: 2 * time.Second,
-		Buffer: BufferConfig{Files: f, FlushInterval: 5 * time.Millisecond}})}
+	f = openFiles(t, dir)
+	store := newFakeStore()
+	bb := &bundle{store: store, b: New(Config{Files: f, Push: store.push, Ping: store.ping,
+		FlushInterval: 5 * time.Millisecond, Timeout: 2 * time.Second})}
+	t.Cleanup(bb.b.Close)
 	bb.drained(t)
 	for _, tx := range []string{"r1", "r2", "r3", "r4"} {
-		if _, ok := stored.Load(tx); !ok {
+		if !slices.Contains(store.stored("R"), tx) {
 			t.Errorf("%s not replayed", tx)
 		}
 	}
@@ -365,13 +369,13 @@ func filebufferOptions() filebuffer.Options { return filebuffer.Options{EventsPe
 // it (and read the previous value).
 func TestPushBuffer_StaleRefreshDoesNotUndoASwitch(t *testing.T) {
 	t.Parallel()
-	bb := setupBuffer(t, true)
+	bb := setup(t, true)
 	// Reads take 15 ms of the refresh's 20 ms: most switches below meet a
 	// read in flight that found the previous value.
 	bb.sw.delay.Store(int64(15 * time.Millisecond))
 	ctx := context.Background()
 	for range 10 {
-		if err := bb.b.SetPushMaintenance(ctx, true); err != nil {
+		if err := bb.b.SetMaintenance(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 		// A stale read applied would have turned maintenance, and the
@@ -381,7 +385,7 @@ func TestPushBuffer_StaleRefreshDoesNotUndoASwitch(t *testing.T) {
 		if got := statuses(bb.push(t, "S", uuid.NewString())); got != "buffered " {
 			t.Fatalf("push 18 ms after the switch: %s, want buffered", got)
 		}
-		if err := bb.b.SetPushMaintenance(ctx, false); err != nil {
+		if err := bb.b.SetMaintenance(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 		bb.drained(t)

@@ -1,4 +1,4 @@
-package actors
+package jobs
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 	"time"
 )
 
-// figuresRig is a figures[int] whose computations the test releases one by
+// figuresRig is a shared[int] whose computations the test releases one by
 // one: each returns the next number, or errNext when set.
 type figuresRig struct {
-	f       *figures[int]
-	clock   *testClock
+	f       *shared[int]
+	clock   *fakeClock
 	started chan struct{} // one value per computation started
 	release chan error    // lets one computation finish with that error
 	n       atomic.Int64  // computations finished
 }
 
 func newFiguresRig() *figuresRig {
-	r := &figuresRig{clock: newTestClock(), started: make(chan struct{}, 16), release: make(chan error)}
-	r.f = &figures[int]{clock: r.clock, fresh: time.Second, maxAge: 10 * time.Second, timeout: time.Minute,
+	r := &figuresRig{clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, started: make(chan struct{}, 16),
+		release: make(chan error)}
+	r.f = &shared[int]{clock: r.clock.Now, fresh: time.Second, maxAge: 10 * time.Second, timeout: time.Minute,
 		compute: func(ctx context.Context) (int, error) {
 			r.started <- struct{}{}
 			err := <-r.release
@@ -82,7 +83,7 @@ func TestFigures_FirstReadersShareOneComputation(t *testing.T) {
 	r.release <- nil
 	wantFigure(t, a, 1)
 	wantFigure(t, b, 1)
-	r.clock.Advance(999 * time.Millisecond)
+	r.clock.advance(999 * time.Millisecond)
 	wantFigure(t, r.get(), 1)
 	r.noneStarted(t)
 }
@@ -96,7 +97,7 @@ func TestFigures_StaleReadAnswersAtOnceAndRecomputesOnce(t *testing.T) {
 	r.release <- nil
 	wantFigure(t, first, 1)
 
-	r.clock.Advance(2 * time.Second)
+	r.clock.advance(2 * time.Second)
 	wantFigure(t, r.get(), 1)
 	r.waitStarted(t)
 	wantFigure(t, r.get(), 1) // the computation is still running: no second one
@@ -123,7 +124,7 @@ func TestFigures_TooOldMakesTheReaderWait(t *testing.T) {
 	r.release <- nil
 	wantFigure(t, first, 1)
 
-	r.clock.Advance(10 * time.Second)
+	r.clock.advance(10 * time.Second)
 	got := r.get()
 	r.waitStarted(t)
 	select {

@@ -1,4 +1,4 @@
-package actors
+package jobs
 
 import (
 	"context"
@@ -211,7 +211,7 @@ func TestCollectorTick_WritesAndPublishesRates(t *testing.T) {
 	if total.Pushed != 60 || total.Queues != 1 {
 		t.Fatalf("row of every queue %+v", total)
 	}
-	s := latestSnapshot.Load()
+	s := c.Snapshot()
 	if s == nil || len(s.Queues) != 1 || s.Queues[0].PushPerMinute != 60 || s.Queues[0].AckPerMinute != 60 {
 		t.Fatalf("snapshot %+v", s)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestConfig_TimeoutPrecedence(t *testing.T) {
 		{map[string]string{"DEFAULT_TIMEOUT": "300"}, 300 * time.Millisecond},
 		{map[string]string{"DEFAULT_TIMEOUT": "300", "POP_DEFAULT_TIMEOUT_MS": "700"}, 300 * time.Millisecond},
 	} {
-		cfg, err := loadConfig(nil, env(c.env))
+		cfg, err := LoadConfig(nil, env(c.env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestConfig_TimeoutPrecedence(t *testing.T) {
 // TestConfig_FlagsOverrideEnv: a flag wins over its environment variable.
 func TestConfig_FlagsOverrideEnv(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig([]string{"-port", "7001", "-pool-size", "3"}, env(map[string]string{"PORT": "7000", "DB_POOL_SIZE": "9"}))
+	cfg, err := LoadConfig([]string{"-port", "7001", "-pool-size", "3"}, env(map[string]string{"PORT": "7000", "DB_POOL_SIZE": "9"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestConfig_FlagsOverrideEnv(t *testing.T) {
 // build one.
 func TestConfig_DatabaseURLFromParts(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, env(map[string]string{"PG_HOST": "db", "PG_PORT": "6543", "PG_USER": "u", "PG_PASSWORD": "p w", "PG_DB": "q"}))
+	cfg, err := LoadConfig(nil, env(map[string]string{"PG_HOST": "db", "PG_PORT": "6543", "PG_USER": "u", "PG_PASSWORD": "p w", "PG_DB": "q"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestConfig_InvalidValueNamesVariable(t *testing.T) {
 	for name, val := range map[string]string{"PORT": "abc", "DB_POOL_SIZE": "0", "POP_WAIT_BACKOFF_MULTIPLIER": "x",
 		"LOG_LEVEL": "loud", "DEFAULT_TIMEOUT": "-1", "POP_WAIT_MAX_INTERVAL_MS": "10", "DEFAULT_BATCH_SIZE": "0",
 		"DEFAULT_SUBSCRIPTION_MODE": "sometimes"} {
-		_, err := loadConfig(nil, env(map[string]string{name: val}))
+		_, err := LoadConfig(nil, env(map[string]string{name: val}))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)
@@ -78,15 +78,15 @@ func TestConfig_InvalidValueNamesVariable(t *testing.T) {
 // -pop-subscription-mode; 1 and "" (all) when unset.
 func TestConfig_PopDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := loadConfig(nil, env(nil))
+	c, err := LoadConfig(nil, env(nil))
 	if err != nil || c.PopBatch != 1 || c.PopSubscriptionMode != "" {
 		t.Fatalf("unset: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
 	}
 	e := env(map[string]string{"DEFAULT_BATCH_SIZE": "10", "DEFAULT_SUBSCRIPTION_MODE": "new"})
-	if c, err = loadConfig(nil, e); err != nil || c.PopBatch != 10 || c.PopSubscriptionMode != "new" {
+	if c, err = LoadConfig(nil, e); err != nil || c.PopBatch != 10 || c.PopSubscriptionMode != "new" {
 		t.Fatalf("env: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
 	}
-	if c, err = loadConfig([]string{"-pop-batch", "5", "-pop-subscription-mode", "all"}, e); err != nil || c.PopBatch != 5 || c.PopSubscriptionMode != "all" {
+	if c, err = LoadConfig([]string{"-pop-batch", "5", "-pop-subscription-mode", "all"}, e); err != nil || c.PopBatch != 5 || c.PopSubscriptionMode != "all" {
 		t.Fatalf("flags: %d %q %v", c.PopBatch, c.PopSubscriptionMode, err)
 	}
 }
@@ -105,7 +105,7 @@ func TestConfig_ReadTimeout(t *testing.T) {
 		{[]string{"-read-timeout", "2s"}, map[string]string{"HTTP_READ_TIMEOUT_MS": "1500"}, 2 * time.Second},
 		{[]string{"-read-timeout", "250ms"}, map[string]string{}, 250 * time.Millisecond},
 	} {
-		cfg, err := loadConfig(c.args, env(c.env))
+		cfg, err := LoadConfig(c.args, env(c.env))
 		if err != nil {
 			t.Fatalf("%v %v: %v", c.args, c.env, err)
 		}
@@ -123,7 +123,7 @@ func TestConfig_ReadTimeout(t *testing.T) {
 		{[]string{"-read-timeout", "0"}, map[string]string{}},
 		{[]string{"-read-timeout", "-1s"}, map[string]string{}},
 	} {
-		_, err := loadConfig(c.args, env(c.env))
+		_, err := LoadConfig(c.args, env(c.env))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "HTTP_READ_TIMEOUT_MS") {
 			t.Errorf("%v %v: error %v, want one naming HTTP_READ_TIMEOUT_MS", c.args, c.env, err)
@@ -148,7 +148,7 @@ func TestConfig_StatementTimeoutAlias(t *testing.T) {
 		{nil, map[string]string{"DB_STATEMENT_TIMEOUT": "0"}, 0},
 		{[]string{"-statement-timeout", "3s"}, map[string]string{"DB_STATEMENT_TIMEOUT": "1200", "DB_STATEMENT_TIMEOUT_MS": "700"}, 3 * time.Second},
 	} {
-		cfg, err := loadConfig(c.args, env(c.env))
+		cfg, err := LoadConfig(c.args, env(c.env))
 		if err != nil {
 			t.Fatalf("%v %v: %v", c.args, c.env, err)
 		}
@@ -161,7 +161,7 @@ func TestConfig_StatementTimeoutAlias(t *testing.T) {
 		{"DB_STATEMENT_TIMEOUT": "-1"},
 		{"DB_STATEMENT_TIMEOUT": "abc", "DB_STATEMENT_TIMEOUT_MS": "700"},
 	} {
-		_, err := loadConfig(nil, env(e))
+		_, err := LoadConfig(nil, env(e))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "DB_STATEMENT_TIMEOUT=") {
 			t.Errorf("%v: error %v, want one naming DB_STATEMENT_TIMEOUT", e, err)
@@ -186,7 +186,7 @@ func TestConfig_LogLevelTrace(t *testing.T) {
 		{[]string{"-log-level", "ERROR"}, map[string]string{"LOG_LEVEL": "trace"}, slog.LevelError},
 		{nil, map[string]string{}, slog.LevelInfo},
 	} {
-		cfg, err := loadConfig(c.args, env(c.env))
+		cfg, err := LoadConfig(c.args, env(c.env))
 		if err != nil {
 			t.Fatalf("%v %v: %v", c.args, c.env, err)
 		}
@@ -203,7 +203,7 @@ func TestConfig_LogLevelTrace(t *testing.T) {
 		{nil, map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
 		{[]string{"-log-level", "loud"}, map[string]string{}, "-log-level"},
 	} {
-		_, err := loadConfig(c.args, env(c.env))
+		_, err := LoadConfig(c.args, env(c.env))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), "trace") {
 			t.Errorf("%v %v: error %v, want one naming %s and listing trace", c.args, c.env, err, c.name)
@@ -219,11 +219,11 @@ func TestConfig_EncryptionKeys(t *testing.T) {
 	t.Parallel()
 	cur := strings.Repeat("0123456789abcdef", 4)
 	prev1, prev2 := strings.Repeat("ab", 32), strings.Repeat("CD", 32)
-	cfg, err := loadConfig(nil, env(map[string]string{}))
+	cfg, err := LoadConfig(nil, env(map[string]string{}))
 	if err != nil || cfg.EncryptionKey != nil || cfg.EncryptionReadKeys != nil {
 		t.Fatalf("no key: %v %v %v", cfg.EncryptionKey, cfg.EncryptionReadKeys, err)
 	}
-	cfg, err = loadConfig(nil, env(map[string]string{"QUEEN_ENCRYPTION_KEY": " " + cur + " ",
+	cfg, err = LoadConfig(nil, env(map[string]string{"QUEEN_ENCRYPTION_KEY": " " + cur + " ",
 		"QUEEN_ENCRYPTION_KEY_PREVIOUS": prev1 + ", " + prev2}))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestConfig_EncryptionKeys(t *testing.T) {
 		{"QUEEN_ENCRYPTION_KEY_PREVIOUS", prev1 + "," + secret},
 		{"QUEEN_ENCRYPTION_KEY_PREVIOUS", prev1 + ","},
 	} {
-		_, err := loadConfig(nil, env(map[string]string{c.name: c.value}))
+		_, err := LoadConfig(nil, env(map[string]string{c.name: c.value}))
 		var ce *configError
 		if !errors.As(err, &ce) || ce.name != c.name {
 			t.Errorf("%s=%q: error %v, want one naming %s", c.name, c.value, err, c.name)
@@ -257,21 +257,21 @@ func TestConfig_EncryptionKeys(t *testing.T) {
 // their flags; a value out of range is an error naming its variable.
 func TestConfig_MetricsCollector(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, env(map[string]string{}))
+	cfg, err := LoadConfig(nil, env(map[string]string{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MetricsSampleInterval != 30*time.Second || cfg.MetricsRetentionDays != 7 {
 		t.Fatalf("defaults %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
 	}
-	cfg, err = loadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "250", "METRICS_RETENTION_DAYS": "2"}))
+	cfg, err = LoadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "250", "METRICS_RETENTION_DAYS": "2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MetricsSampleInterval != 250*time.Millisecond || cfg.MetricsRetentionDays != 2 {
 		t.Fatalf("env %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
 	}
-	cfg, err = loadConfig([]string{"-metrics-sample-interval", "45s", "-metrics-retention-days", "90"},
+	cfg, err = LoadConfig([]string{"-metrics-sample-interval", "45s", "-metrics-retention-days", "90"},
 		env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "250"}))
 	if err != nil {
 		t.Fatal(err)
@@ -280,13 +280,13 @@ func TestConfig_MetricsCollector(t *testing.T) {
 		t.Fatalf("flags %v %d", cfg.MetricsSampleInterval, cfg.MetricsRetentionDays)
 	}
 	for name, val := range map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "50", "METRICS_RETENTION_DAYS": "0"} {
-		_, err := loadConfig(nil, env(map[string]string{name: val}))
+		_, err := LoadConfig(nil, env(map[string]string{name: val}))
 		var ce *configError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: error %v, want one naming %s", name, val, err, name)
 		}
 	}
-	if _, err := loadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "300001"})); err == nil {
+	if _, err := LoadConfig(nil, env(map[string]string{"METRICS_SAMPLE_INTERVAL_MS": "300001"})); err == nil {
 		t.Error("an interval over 5 minutes was accepted")
 	}
 }

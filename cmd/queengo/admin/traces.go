@@ -1,4 +1,4 @@
-package actors
+package admin
 
 import (
 	"context"
@@ -34,25 +34,25 @@ var workerID = sync.OnceValue(func() string {
 // process's worker id, and returns its id; a message that is not stored
 // fails with an error wrapping queengo.ErrNotFound. It touches no actor:
 // a trace is not on the data path.
-func (b *Broker) RecordTrace(ctx context.Context, t queengo.NewTrace) (uuid.UUID, error) {
+func (a *Admin) RecordTrace(ctx context.Context, t queengo.NewTrace) (uuid.UUID, error) {
 	t.WorkerID = workerID()
-	return b.cfg.Store.RecordTrace(ctx, t)
+	return a.store.RecordTrace(ctx, t)
 }
 
 // MessageTraces returns one page of a message's traces, oldest first; a
 // message without traces, or unknown, has none.
-func (b *Broker) MessageTraces(ctx context.Context, partition uuid.UUID, txid string, limit, offset int) ([]queengo.Trace, error) {
-	return b.cfg.Store.MessageTraces(ctx, partition, txid, limit, offset)
+func (a *Admin) MessageTraces(ctx context.Context, partition uuid.UUID, txid string, limit, offset int) ([]queengo.Trace, error) {
+	return a.store.MessageTraces(ctx, partition, txid, limit, offset)
 }
 
 // TracesByName returns one page of the traces carrying name, newest first,
 // with their messages' payloads while retained, and the name's trace count.
-func (b *Broker) TracesByName(ctx context.Context, name string, limit, offset int) ([]queengo.Trace, int64, error) {
-	return b.cfg.Store.TracesByName(ctx, name, limit, offset)
+func (a *Admin) TracesByName(ctx context.Context, name string, limit, offset int) ([]queengo.Trace, int64, error) {
+	return a.store.TracesByName(ctx, name, limit, offset)
 }
 
 // TraceNames returns one page of the trace names, most recently seen first,
 // and how many there are.
-func (b *Broker) TraceNames(ctx context.Context, limit, offset int) ([]queengo.TraceName, int64, error) {
-	return b.cfg.Store.TraceNames(ctx, limit, offset)
+func (a *Admin) TraceNames(ctx context.Context, limit, offset int) ([]queengo.TraceName, int64, error) {
+	return a.store.TraceNames(ctx, limit, offset)
 }

@@ -1,4 +1,4 @@
-package actors
+package jobs
 
 import (
 	"context"
@@ -65,8 +65,17 @@ type CollectorConfig struct {
 	// queengo_* counters); nil: none are recorded.
 	Requests func() queengo.RequestCounts
 	// Parked reads this process's parked long polls per queue
-	// (Broker.ParkedByQueue); nil: none are recorded.
-	Parked func() map[string]int64
+	// (Broker.ParkedByQueue), and ParkedTotal all of them, discovery
+	// scopes' included (Broker.ParkedTotal); nil: none are recorded.
+	Parked      func() map[string]int64
+	ParkedTotal func() int64
+	// Lifecycle is the process's retention service, whose counters the
+	// process rows carry; nil: none.
+	Lifecycle *Retention
+	// Metrics is the set the collector's own figures are registered in
+	// (the broker process's, served on /metrics/prometheus); nil: a set of
+	// its own that nothing serves.
+	Metrics *metrics.Set
 }
 
 // CollectorStore is what the collector needs of the database layer.
@@ -93,6 +102,9 @@ type Collector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	count  collectorCounters
+	latest atomic.Pointer[queengo.MetricsSnapshot]
+
 	// Only the loop touches these.
 	history []rateSample
 	prev    map[uuid.UUID]queueState
@@ -114,9 +126,12 @@ func NewCollector(cfg CollectorConfig, store CollectorStore, log *slog.Logger) *
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Collector{cfg: cfg, store: store, log: log, clock: time.Now, ctx: ctx, cancel: cancel,
-		prev: map[uuid.UUID]queueState{}}
+		count: newCollectorCounters(cfg.Metrics), prev: map[uuid.UUID]queueState{}}
 }
 
 // Start samples now and then every Interval.
@@ -146,17 +161,32 @@ func (c *Collector) loop() {
 	}
 }
 
-// Metrics of the collector itself.
-var (
-	sampleTicks      = metrics.NewCounter(`queengo_metrics_samples_ticks_total`)
-	sampleFailures   = metrics.NewCounter(`queengo_metrics_samples_failures_total`)
-	sampleQueueRows  = metrics.NewCounter(`queengo_metrics_samples_queue_rows_total`)
-	sampleDropped    = metrics.NewCounter(`queengo_metrics_queue_rows_dropped_total`)
-	sampleDeleted    = metrics.NewCounter(`queengo_metrics_samples_deleted_total`)
-	sampleTickTime   = metrics.NewPrometheusHistogramExt(`queengo_metrics_sample_duration_seconds`, secondsBuckets)
-	latestSnapshot   atomic.Pointer[queengo.MetricsSnapshot]
-	processStartTime = time.Now()
-)
+// collectorCounters are the collector's own figures.
+type collectorCounters struct {
+	ticks, failures, queueRows, dropped, deleted *metrics.Counter
+	tickTime                                     *metrics.PrometheusHistogram
+}
+
+func newCollectorCounters(set *metrics.Set) collectorCounters {
+	return collectorCounters{
+		ticks:     set.NewCounter(`queengo_metrics_samples_ticks_total`),
+		failures:  set.NewCounter(`queengo_metrics_samples_failures_total`),
+		queueRows: set.NewCounter(`queengo_metrics_samples_queue_rows_total`),
+		dropped:   set.NewCounter(`queengo_metrics_queue_rows_dropped_total`),
+		deleted:   set.NewCounter(`queengo_metrics_samples_deleted_total`),
+		tickTime:  set.NewPrometheusHistogramExt(`queengo_metrics_sample_duration_seconds`, secondsBuckets),
+	}
+}
+
+// secondsBuckets are the tick duration histogram's buckets (Prometheus'
+// kind, le), from half a millisecond to 30 s.
+var secondsBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// processStartTime is when this process started, for its uptime.
+var processStartTime = time.Now()
+
+// Snapshot is the last sample in this process; nil before the first tick.
+func (c *Collector) Snapshot() *queengo.MetricsSnapshot { return c.latest.Load() }
 
 // tick is one sample: read, publish in memory, write.
 func (c *Collector) tick(ctx context.Context) {
@@ -166,7 +196,7 @@ func (c *Collector) tick(ctx context.Context) {
 	figs, err := c.store.AllQueueFigures(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			sampleFailures.Inc()
+			c.count.failures.Inc()
 			c.log.Warn("metrics collector: reading queue figures failed", "err", err)
 		}
 		return
@@ -193,7 +223,7 @@ func (c *Collector) tick(ctx context.Context) {
 		var write []queengo.QueueSample
 		write, next = selectRows(c.prev, figs, rows, at, prevAt)
 		if len(write) > maxQueueRows {
-			sampleDropped.Add(len(write) - maxQueueRows)
+			c.count.dropped.Add(len(write) - maxQueueRows)
 			write = write[:maxQueueRows]
 		}
 		written = len(write)
@@ -206,13 +236,13 @@ func (c *Collector) tick(ctx context.Context) {
 		DeleteLimit: sampleDeleteBatch})
 	if err != nil {
 		if ctx.Err() == nil {
-			sampleFailures.Inc()
+			c.count.failures.Inc()
 			c.log.Warn("metrics collector: writing samples failed", "err", err)
 		}
 		return
 	}
-	sampleTicks.Inc()
-	sampleDeleted.AddInt64(res.Deleted)
+	c.count.ticks.Inc()
+	c.count.deleted.AddInt64(res.Deleted)
 	// A tick this process did not lead (another process wrote the queue
 	// rows within MinGap, or this one did: a slow tick makes the ticker's
 	// next fire come early) leaves the state of the last one it led: the
@@ -221,10 +251,10 @@ func (c *Collector) tick(ctx context.Context) {
 	// Forgetting it made that tick not continuous, and those queues' first
 	// messages never counted in the rates.
 	if res.Led {
-		sampleQueueRows.Add(written)
+		c.count.queueRows.Add(written)
 		c.prev, c.ledAt, c.lastWritten = next, at, last
 	}
-	sampleTickTime.UpdateDuration(start)
+	c.count.tickTime.UpdateDuration(start)
 }
 
 // queueRow is a queue's row in queen.metrics_samples (its JSON keys are
@@ -375,7 +405,7 @@ func (c *Collector) publish(at time.Time, figs []queengo.QueueFigures, parkedBy 
 			TimeLagMs: timeLag(f.OldestUnconsumedAt, at), Parked: parkedBy[f.Name]}
 		snap.DeadLetters += f.DeadLetters
 	}
-	latestSnapshot.Store(snap)
+	c.latest.Store(snap)
 }
 
 // trimHistory drops the samples the rates no longer need: it keeps the
@@ -414,18 +444,26 @@ func perMinute(base, cur rateSample, id uuid.UUID, created time.Time) [3]float64
 // processRow is this process's row in queen.metrics_samples (its JSON keys
 // are what the series statements of pg/samples.go read).
 func (c *Collector) processRow(parkedBy map[string]int64) map[string]any {
-	p := readProcess()
+	p := ReadProcess()
 	total, idle, acquired := c.store.PoolStats()
+	var parked int64
+	if c.cfg.ParkedTotal != nil {
+		parked = c.cfg.ParkedTotal()
+	}
 	row := map[string]any{
 		"hostname": c.cfg.Hostname, "pid": os.Getpid(), "uptimeSeconds": int64(time.Since(processStartTime).Seconds()),
 		"cpuUserUs": p.CPUUserUs, "cpuSystemUs": p.CPUSystemUs, "rssBytes": p.RSSBytes, "heapAllocBytes": p.HeapAllocBytes,
 		"heapSysBytes": p.HeapSysBytes, "goroutines": p.Goroutines,
 		"poolTotal": total, "poolIdle": idle, "poolAcquired": acquired,
-		"parked": ParkedTotal(), "parkedByQueue": parkedBy,
-		"retentionDroppedSegments": droppedSegments.Get(), "retentionDroppedMessages": droppedMessages.Get(),
-		"retentionDroppedBytes": droppedBytes.Get(), "evictedMessages": evictedMessages.Get(),
-		"retentionRemovedPartitions": removedPartitions.Get(),
+		"parked": parked, "parkedByQueue": parkedBy,
 	}
+	var lc lifecycleCounts
+	if c.cfg.Lifecycle != nil {
+		lc = c.cfg.Lifecycle.counts()
+	}
+	row["retentionDroppedSegments"], row["retentionDroppedMessages"] = lc.droppedSegments, lc.droppedMessages
+	row["retentionDroppedBytes"], row["evictedMessages"] = lc.droppedBytes, lc.evicted
+	row["retentionRemovedPartitions"] = lc.removedPartitions
 	if c.cfg.Requests != nil {
 		r := c.cfg.Requests()
 		for k, v := range map[string]uint64{"pushRequests": r.PushRequests, "pushMessages": r.PushMessages,
@@ -438,10 +476,10 @@ func (c *Collector) processRow(parkedBy map[string]int64) map[string]any {
 	return row
 }
 
-// readProcess reads this process's CPU time (getrusage), resident and
+// ReadProcess reads this process's CPU time (getrusage), resident and
 // virtual memory (/proc/self/statm; the peak RSS where there is no /proc),
 // heap and goroutines.
-func readProcess() queengo.ProcessStats {
+func ReadProcess() queengo.ProcessStats {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	var ms runtime.MemStats

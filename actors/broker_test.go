@@ -12,10 +12,8 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// The rest of Store for the fake: the statements only the door methods run
-// (door.go), answered harmlessly.
-
-func (f *fakeStore) SetPopMaintenance(context.Context, bool) error { return nil }
+// The rest of Store for the fake: the lease extension of a lease no pop of
+// the test took, answered harmlessly.
 
 func (f *fakeStore) AckExtend(_ context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error) {
 	ext := make([]queengo.LeaseExtension, len(extends))
@@ -24,28 +22,6 @@ func (f *fakeStore) AckExtend(_ context.Context, items []queengo.AckItem, extend
 	}
 	return make([]queengo.AckResult, len(items)), ext, nil
 }
-
-func (f *fakeStore) Configure(_ context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error) {
-	return queengo.Queue{ID: f.queue.ID, Name: name, Namespace: namespace, Task: task, Options: o}, uuid.New(), nil
-}
-
-func (f *fakeStore) DeleteQueue(context.Context, string) (bool, error) { return true, nil }
-
-func (f *fakeStore) ListDeadLetters(context.Context, queengo.DLQFilter) ([]queengo.DeadLetter, int, error) {
-	return nil, 0, nil
-}
-
-func (f *fakeStore) DeleteDeadLetter(context.Context, uuid.UUID) error { return queengo.ErrNotFound }
-
-func (f *fakeStore) GetMessage(context.Context, uuid.UUID, string) (queengo.MessageInfo, error) {
-	return queengo.MessageInfo{}, queengo.ErrNotFound
-}
-
-func (f *fakeStore) SetSubscription(context.Context, string, time.Time) (int, error) { return 0, nil }
-
-func (f *fakeStore) Ping(context.Context) error { return nil }
-
-func (f *fakeStore) PoolStats() (total, idle, acquired int32) { return 0, 0, 0 }
 
 // maintenanceStore is a fakeStore with a pop maintenance switch another
 // process could flip, counting the broker's reads of it.
@@ -60,9 +36,11 @@ func (m *maintenanceStore) PopMaintenance(context.Context) (bool, error) {
 	return m.on.Load(), nil
 }
 
-func (m *maintenanceStore) SetPopMaintenance(_ context.Context, on bool) error {
+// switchPopMaintenance switches pop maintenance as package admin does: it
+// stores the switch, then tells the broker (Broker.PopMaintenanceSwitched).
+func switchPopMaintenance(b *Broker, m *maintenanceStore, on bool) {
 	m.on.Store(on)
-	return nil
+	b.PopMaintenanceSwitched(on)
 }
 
 // newMaintenanceBroker starts a broker that reads the switch once, at start,
@@ -95,23 +73,17 @@ func popClaims(t *testing.T, b *Broker, f *fakeStore) bool {
 	return len(f.roundSizes()) > before
 }
 
-// TestSetPopMaintenance_AppliesHereAtOnce (D11): a switch made through this
-// broker applies to its pops at once, not at the next refresh, both ways.
-func TestSetPopMaintenance_AppliesHereAtOnce(t *testing.T) {
+// TestPopMaintenanceSwitched_AppliesHereAtOnce (D11): a switch made through
+// this broker applies to its pops at once, not at the next refresh, both
+// ways.
+func TestPopMaintenanceSwitched_AppliesHereAtOnce(t *testing.T) {
 	t.Parallel()
 	b, m := newMaintenanceBroker(t)
-	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
-	if !m.on.Load() {
-		t.Fatal("the switch was not written to the store")
-	}
+	switchPopMaintenance(b, m, true)
 	if popClaims(t, b, m.fakeStore) {
 		t.Fatal("a pop under maintenance ran a claim")
 	}
-	if err := b.SetPopMaintenance(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
+	switchPopMaintenance(b, m, false)
 	if !popClaims(t, b, m.fakeStore) {
 		t.Fatal("a pop after maintenance was switched off ran no claim")
 	}
@@ -139,9 +111,7 @@ func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
 		reply <- popReply{res: res, err: err}
 	}()
 	<-claimed // its first look found nothing: it parks
-	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
+	switchPopMaintenance(b, m, true)
 	avail.Store(true)
 	rounds := len(m.roundSizes())
 	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("woke")}); err != nil {
@@ -169,9 +139,7 @@ func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
 		}
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
-	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
+	switchPopMaintenance(b, m, true)
 	const timeout = 10 * time.Second
 	start := time.Now()
 	reply := make(chan popReply, 1)
@@ -180,9 +148,7 @@ func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
 		reply <- popReply{res: res, err: err}
 	}()
 	waitFor(t, &b.d.signals.maintained, "the long poll waiting out maintenance", 5*time.Second)
-	if err := b.SetPopMaintenance(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
+	switchPopMaintenance(b, m, false)
 	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("after")}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +167,8 @@ func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
 // answers the parked ones.
 func TestClose_ReleasesALongPollWaitingOutPopMaintenance(t *testing.T) {
 	t.Parallel()
-	b, _ := newMaintenanceBroker(t)
-	if err := b.SetPopMaintenance(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
+	b, m := newMaintenanceBroker(t)
+	switchPopMaintenance(b, m, true)
 	reply := make(chan popReply, 1)
 	go func() {
 		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
@@ -219,22 +183,6 @@ func TestClose_ReleasesALongPollWaitingOutPopMaintenance(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the long poll waiting out maintenance was not released by Close")
-	}
-}
-
-// TestPopMaintenance_ReadChangesNothing: reading the switch (GET
-// /api/v1/system/maintenance/pop) reports the stored state and leaves this
-// broker's pops as they were until its own refresh.
-func TestPopMaintenance_ReadChangesNothing(t *testing.T) {
-	t.Parallel()
-	b, m := newMaintenanceBroker(t)
-	m.on.Store(true) // another broker process switched it on
-	on, err := b.PopMaintenance(context.Background())
-	if err != nil || !on {
-		t.Fatalf("PopMaintenance: %v, %v; want the stored true", on, err)
-	}
-	if !popClaims(t, b, m.fakeStore) {
-		t.Fatal("reading the switch turned maintenance on for this broker")
 	}
 }
 

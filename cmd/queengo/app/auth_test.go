@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/ed25519"
@@ -36,7 +36,7 @@ func publicPEM(t *testing.T, key any) string {
 func TestAuth_OffUnlessEnabled(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"", "false", "0"} {
-		cfg, err := loadConfig(nil, env(map[string]string{"JWT_ENABLED": v, "JWT_ALGORITHM": "none"}))
+		cfg, err := LoadConfig(nil, env(map[string]string{"JWT_ENABLED": v, "JWT_ALGORITHM": "none"}))
 		if err != nil || cfg.Auth != nil {
 			t.Errorf("JWT_ENABLED=%q: auth %+v, err %v; want off", v, cfg.Auth, err)
 		}
@@ -48,7 +48,7 @@ func TestAuth_OffUnlessEnabled(t *testing.T) {
 // the skip paths /health, /metrics/prometheus, /metrics, /.
 func TestAuth_ReferenceDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, authEnv(map[string]string{"JWT_SECRET": "s3cret"}))
+	cfg, err := LoadConfig(nil, authEnv(map[string]string{"JWT_SECRET": "s3cret"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestAuth_ReferenceDefaults(t *testing.T) {
 // TestAuth_VariablesAreRead: every JWT_* variable lands in the config.
 func TestAuth_VariablesAreRead(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": "RS256", "JWT_JWKS_URL": "https://idp.example.com/jwks",
+	cfg, err := LoadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": "RS256", "JWT_JWKS_URL": "https://idp.example.com/jwks",
 		"JWT_JWKS_REFRESH_INTERVAL": "600", "JWT_JWKS_TIMEOUT_MS": "1500", "JWT_ISSUER": "idp", "JWT_AUDIENCE": "queen",
 		"JWT_CLOCK_SKEW": "0", "JWT_ROLES_CLAIM": "r", "JWT_ROLES_ARRAY_CLAIM": "rs", "JWT_ROLE_ADMIN": "A",
 		"JWT_ROLE_READ_WRITE": "W", "JWT_ROLE_READ_ONLY": "R", "JWT_SKIP_PATHS": " /a , /b/ ,"}))
@@ -104,7 +104,7 @@ func TestAuth_PublicKeyPEM(t *testing.T) {
 		{"auto", edPEM, ek},
 		{"auto", rsaPEM, &rk.PublicKey},
 	} {
-		cfg, err := loadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": c.alg, "JWT_PUBLIC_KEY": c.pem}))
+		cfg, err := LoadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": c.alg, "JWT_PUBLIC_KEY": c.pem}))
 		if err != nil {
 			t.Errorf("%s: %v", c.alg, err)
 			continue
@@ -114,7 +114,7 @@ func TestAuth_PublicKeyPEM(t *testing.T) {
 		}
 	}
 	for alg, key := range map[string]string{"RS256": edPEM, "EdDSA": rsaPEM} {
-		_, err := loadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": alg, "JWT_PUBLIC_KEY": key}))
+		_, err := LoadConfig(nil, authEnv(map[string]string{"JWT_ALGORITHM": alg, "JWT_PUBLIC_KEY": key}))
 		var ce *configError
 		if !errors.As(err, &ce) || ce.name != "JWT_PUBLIC_KEY" || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s with the other key type: %v, want a one-line error naming JWT_PUBLIC_KEY", alg, err)
@@ -149,7 +149,7 @@ func TestAuth_InvalidCombinationNamesVariable(t *testing.T) {
 		{map[string]string{"JWT_SECRET": "s", "JWT_JWKS_TIMEOUT_MS": "0"}, "JWT_JWKS_TIMEOUT_MS"},
 		{map[string]string{"JWT_SECRET": "s", "JWT_SKIP_PATHS": "/health,metrics"}, "JWT_SKIP_PATHS"},
 	} {
-		_, err := loadConfig(nil, authEnv(c.env))
+		_, err := LoadConfig(nil, authEnv(c.env))
 		var ce *configError
 		if !errors.As(err, &ce) || ce.name != c.name {
 			t.Errorf("%v: error %v, want one naming %s", c.env, err, c.name)

@@ -1,4 +1,16 @@
-package actors
+// Package pushbuffer is the push buffer (D11): pushes PostgreSQL cannot take
+// are written to a durable local log (package filebuffer) and answered
+// "buffered"; a replay loop stores them later through the push function it
+// wraps (the actor tree's segment path), with their original message and
+// transaction ids, so a record replayed twice (a crash between its commit
+// and its file's removal) is stored once.
+//
+// Pushes go to the buffer while it is active: push maintenance is on (the
+// switch in queen.system_state, re-read every Refresh), or a push found the
+// database unreachable, or records still wait for replay (new pushes queue
+// behind them, so a partition keeps its push order). On the normal path
+// this costs a push one atomic load.
+package pushbuffer
 
 import (
 	"context"
@@ -16,35 +28,22 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/actors/filebuffer"
+	"github.com/queengo/queengo/cmd/queengo/pushbuffer/filebuffer"
 )
 
-// The push buffer (issue 13, D11): pushes PostgreSQL cannot take are
-// written to a durable local log (package filebuffer) and answered
-// "buffered"; a replay loop stores them later through the normal segment
-// path, with their original message and transaction ids, so a record
-// replayed twice (a crash between its commit and its file's removal) is
-// stored once.
-//
-// Pushes go to the buffer while it is active: push maintenance is on (the
-// switch in queen.system_state, re-read every MaintenanceRefresh), or a push
-// found the database unreachable, or records still wait for replay (new
-// pushes queue behind them, so a partition keeps its push order). On the
-// normal path this costs the push one atomic load.
-
-// Defaults of BufferConfig.
+// Defaults of Config.
 const (
-	// BufferMaxBatchDefault caps the records of one replay commit. With
+	// MaxBatchDefault caps the records of one replay commit. With
 	// the default tick the cap is 40,000 msg/s, above the 26,000 msg/s one
 	// replay commit at a time reached uncapped on the 2-core bench box
 	// (docs/benchmarks.md): by default replay runs as fast as PostgreSQL
 	// commits it, because new pushes queue behind a pending buffer and a
 	// slow replay would keep it from draining under load. Lower it (or
 	// raise the tick) to leave PostgreSQL room for live work instead.
-	BufferMaxBatchDefault = 2000
-	// BufferFlushIntervalDefault is the replay loop's tick: one batch per
+	MaxBatchDefault = 2000
+	// FlushIntervalDefault is the replay loop's tick: one batch per
 	// tick at most, and how often an unreachable database is probed.
-	BufferFlushIntervalDefault = 50 * time.Millisecond
+	FlushIntervalDefault = 50 * time.Millisecond
 )
 
 // errReplayStuck is a replay batch that stopped at a record it could not
@@ -64,22 +63,22 @@ const replayGiveUpAfter = 30 * time.Minute
 // (it is retried every tick).
 const replayErrorLogEvery = 10 * time.Second
 
-// PushSwitch stores the push maintenance switch for every broker process on
-// the database; *pg.Store is one.
-type PushSwitch interface {
+// Switch stores the push maintenance switch for every broker process on the
+// database; *pg.Store is one.
+type Switch interface {
 	PushMaintenance(ctx context.Context) (bool, error)
 	SetPushMaintenance(ctx context.Context, on bool) error
 }
 
-// FileBuffer is an open buffer directory: the log of pending pushes, and in
-// its failed/ subdirectory the records replay could not store.
-type FileBuffer struct {
+// Files is an open buffer directory: the log of pending pushes, and in its
+// failed/ subdirectory the records replay could not store.
+type Files struct {
 	log, failed *filebuffer.Log
 }
 
-// OpenFileBuffer opens (creating) the buffer directory dir; records left by
-// an earlier process are replayed once the Broker starts.
-func OpenFileBuffer(dir string, o filebuffer.Options) (*FileBuffer, error) {
+// OpenFiles opens (creating) the buffer directory dir; records left by an
+// earlier process are replayed once the Buffer starts.
+func OpenFiles(dir string, o filebuffer.Options) (*Files, error) {
 	l, err := filebuffer.Open(dir, o)
 	if err != nil {
 		return nil, err
@@ -89,84 +88,96 @@ func OpenFileBuffer(dir string, o filebuffer.Options) (*FileBuffer, error) {
 		l.Close()
 		return nil, err
 	}
-	return &FileBuffer{log: l, failed: f}, nil
+	return &Files{log: l, failed: f}, nil
 }
 
 // Close closes both logs; every acknowledged record is already on disk.
-func (f *FileBuffer) Close() {
+func (f *Files) Close() {
 	f.log.Close()
 	f.failed.Close()
 }
 
-// BufferConfig configures the push buffer of a Broker.
-type BufferConfig struct {
+// Push stores items in PostgreSQL and returns one result per item, as the
+// actor tree's push does (actors.Broker.Push): the buffer wraps it.
+type Push func(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
+
+// Config configures a Buffer.
+type Config struct {
 	// Files is the buffer directory; nil: no buffer. A push that finds the
 	// database unreachable then fails as before, and under push
 	// maintenance pushes fail with queengo.ErrNoBuffer.
-	Files *FileBuffer
+	Files *Files
 	// Switch stores push maintenance; nil: it is always off.
-	Switch PushSwitch
-	// MaxBatch caps the records of one replay commit
-	// (BufferMaxBatchDefault).
+	Switch Switch
+	// Push is where pushes go when the buffer is not active, and where the
+	// replay stores buffered records.
+	Push Push
+	// Ping reports whether the database answers; the replay probes an
+	// unreachable database with it.
+	Ping func(ctx context.Context) error
+	// MaxBatch caps the records of one replay commit (MaxBatchDefault).
 	MaxBatch int
-	// FlushInterval is the replay tick (BufferFlushIntervalDefault): at
-	// most one batch per tick, and how often an unreachable database is
-	// probed.
+	// FlushInterval is the replay tick (FlushIntervalDefault): at most one
+	// batch per tick, and how often an unreachable database is probed.
 	FlushInterval time.Duration
+	// Refresh is how often the push maintenance switch is re-read, so that
+	// a switch made by another broker process takes effect here.
+	Refresh time.Duration
+	// Timeout bounds each statement of the replay loop (a switch read, a
+	// probe, a replay batch).
+	Timeout time.Duration
+	Logger  *slog.Logger
+	// Metrics is the set the buffer's figures are registered in (the
+	// broker process's, served on /metrics/prometheus); nil: a set of its
+	// own that nothing serves.
+	Metrics *metrics.Set
 }
 
-// File buffer metrics, exported with the rest on /metrics/prometheus.
-var (
-	bufferedRecords = metrics.NewCounter(`queengo_file_buffer_records_total{outcome="buffered"}`)
-	replayedRecords = metrics.NewCounter(`queengo_file_buffer_records_total{outcome="replayed"}`)
-	failedRecords   = metrics.NewCounter(`queengo_file_buffer_records_total{outcome="failed"}`)
-	refusedPushes   = metrics.NewCounter(`queengo_file_buffer_refused_pushes_total`)
-	// currentBuffer is the process's buffer for the gauges (a process runs
-	// one Broker; in tests the last started wins).
-	currentBuffer atomic.Pointer[pushBuffer]
-	_             = metrics.NewGauge(`queengo_file_buffer_pending_records`, func() float64 {
-		return float64(bufferGauge(func(s queengo.BufferStats) float64 { return float64(s.Pending) }))
-	})
-	_ = metrics.NewGauge(`queengo_file_buffer_bytes`, func() float64 {
-		return bufferGauge(func(s queengo.BufferStats) float64 { return float64(s.Bytes) })
-	})
-	_ = metrics.NewGauge(`queengo_file_buffer_oldest_age_seconds`, func() float64 {
-		return bufferGauge(func(s queengo.BufferStats) float64 {
-			if s.Oldest.IsZero() {
-				return 0
-			}
-			return time.Since(s.Oldest).Seconds()
-		})
-	})
-	_ = metrics.NewGauge(`queengo_file_buffer_active`, func() float64 {
-		return bufferGauge(func(s queengo.BufferStats) float64 {
-			if s.Active {
-				return 1
-			}
-			return 0
-		})
-	})
-)
+// counters are the buffer's counters on /metrics/prometheus.
+type counters struct {
+	buffered, replayed, failed, refused *metrics.Counter
+}
 
-func bufferGauge(f func(queengo.BufferStats) float64) float64 {
-	if p := currentBuffer.Load(); p != nil {
-		return f(p.stats())
+// register adds the buffer's counters and gauges to set.
+func (p *Buffer) register(set *metrics.Set) {
+	p.count = counters{
+		buffered: set.NewCounter(`queengo_file_buffer_records_total{outcome="buffered"}`),
+		replayed: set.NewCounter(`queengo_file_buffer_records_total{outcome="replayed"}`),
+		failed:   set.NewCounter(`queengo_file_buffer_records_total{outcome="failed"}`),
+		refused:  set.NewCounter(`queengo_file_buffer_refused_pushes_total`),
 	}
-	return 0
+	set.NewGauge(`queengo_file_buffer_pending_records`, func() float64 { return float64(p.Stats().Pending) })
+	set.NewGauge(`queengo_file_buffer_bytes`, func() float64 { return float64(p.Stats().Bytes) })
+	set.NewGauge(`queengo_file_buffer_oldest_age_seconds`, func() float64 {
+		if s := p.Stats(); !s.Oldest.IsZero() {
+			return time.Since(s.Oldest).Seconds()
+		}
+		return 0
+	})
+	set.NewGauge(`queengo_file_buffer_active`, func() float64 {
+		if p.Stats().Active {
+			return 1
+		}
+		return 0
+	})
 }
 
-// pushBuffer is the Broker's side of the file buffer: the switch the push
-// path checks, and the replay loop.
-type pushBuffer struct {
-	b       *Broker
-	files   *FileBuffer // nil: no buffer
-	sw      PushSwitch  // nil: push maintenance always off
+// Buffer stands in front of the push path: the switch a push checks, the
+// file log it writes to when the buffer is active, and the replay loop.
+type Buffer struct {
+	files   *Files // nil: no buffer
+	sw      Switch // nil: push maintenance always off
+	push    Push
+	ping    func(ctx context.Context) error
 	log     *slog.Logger
+	count   counters
 	batch   int
 	flush   time.Duration
 	refresh time.Duration
 	timeout time.Duration
 
+	// closing refuses pushes once Close began.
+	closing atomic.Bool
 	// active is the push path's one check: divert to the buffer.
 	active atomic.Bool
 	maint  atomic.Bool
@@ -196,16 +207,31 @@ type pushBuffer struct {
 	done chan struct{}
 }
 
-func newPushBuffer(b *Broker, cfg BufferConfig) *pushBuffer {
+// New returns the buffer and starts its replay loop; records left in
+// cfg.Files by an earlier process make it active at once.
+func New(cfg Config) *Buffer {
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = BufferMaxBatchDefault
+		cfg.MaxBatch = MaxBatchDefault
 	}
 	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = BufferFlushIntervalDefault
+		cfg.FlushInterval = FlushIntervalDefault
 	}
-	p := &pushBuffer{b: b, files: cfg.Files, sw: cfg.Switch, log: b.log, batch: cfg.MaxBatch, flush: cfg.FlushInterval,
-		refresh: b.cfg.MaintenanceRefresh, timeout: b.cfg.RequestTimeout,
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = queengo.DefaultRequestTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
+	p := &Buffer{files: cfg.Files, sw: cfg.Switch, push: cfg.Push, ping: cfg.Ping, log: cfg.Logger,
+		batch: cfg.MaxBatch, flush: cfg.FlushInterval, refresh: cfg.Refresh, timeout: cfg.Timeout,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	p.register(cfg.Metrics)
 	if p.files != nil {
 		st := p.files.log.Stats()
 		if st.Cut > 0 {
@@ -216,21 +242,74 @@ func newPushBuffer(b *Broker, cfg BufferConfig) *pushBuffer {
 			p.log.Warn("file buffer: records left by an earlier process; pushes go to the buffer until they are replayed",
 				"records", st.Records, "files", st.Files)
 		}
-		currentBuffer.Store(p)
 	}
+	go p.run()
 	return p
 }
 
+// Push stores items through the push function, or writes them to the file
+// buffer while it is active, or when the push found the database
+// unreachable; then every item answers queengo.PushBuffered. A full buffer
+// fails the push with queengo.ErrBufferFull, a failed write with
+// queengo.ErrBufferWrite; under push maintenance without a file buffer it
+// fails with queengo.ErrNoBuffer. After Close it fails with
+// queengo.ErrClosed.
+func (p *Buffer) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error) {
+	if p.closing.Load() {
+		return nil, queengo.ErrClosed
+	}
+	if p.active.Load() {
+		if res, done, err := p.divert(items); done {
+			return res, err
+		}
+	}
+	res, err := p.push(ctx, items)
+	if err != nil {
+		if res, done, berr := p.failover(items, err); done {
+			return res, berr
+		}
+	}
+	return res, err
+}
+
+// Maintenance reads the push maintenance switch as stored (D11): while it
+// is on, every broker process writes pushes to its file buffer.
+func (p *Buffer) Maintenance(ctx context.Context) (bool, error) {
+	if p.sw == nil {
+		return false, nil
+	}
+	return p.sw.PushMaintenance(ctx)
+}
+
+// SetMaintenance switches push maintenance for every broker process on the
+// database; here it applies at once, elsewhere at their next refresh.
+// Switched off, each process replays its buffer into PostgreSQL, in order.
+func (p *Buffer) SetMaintenance(ctx context.Context, on bool) error {
+	if p.sw == nil {
+		return fmt.Errorf("%w: push maintenance is not available", queengo.ErrNoBuffer)
+	}
+	if err := p.sw.SetPushMaintenance(ctx, on); err != nil {
+		return err
+	}
+	p.switchedAt.Store(time.Now().UnixNano())
+	p.setMaintenance(on)
+	return nil
+}
+
+// MaintenanceOn is the push maintenance switch as this process applies it
+// (re-read every Refresh).
+func (p *Buffer) MaintenanceOn() bool { return p.maint.Load() }
+
 // divert writes items to the buffer when it is active and reports whether
 // it did (or failed trying); otherwise the push goes to PostgreSQL.
-func (p *pushBuffer) divert(items []queengo.PushItem) ([]queengo.PushResult, bool, error) {
+func (p *Buffer) divert(items []queengo.PushItem) ([]queengo.PushResult, bool, error) {
 	p.gate.RLock()
 	defer p.gate.RUnlock()
 	if !p.active.Load() {
 		return nil, false, nil
 	}
 	if p.files == nil {
-		refusedPushes.Inc()
+		p.count.refused.Inc()
 		return nil, true, queengo.ErrNoBuffer
 	}
 	res, err := p.write(items)
@@ -240,8 +319,8 @@ func (p *pushBuffer) divert(items []queengo.PushItem) ([]queengo.PushResult, boo
 // failover writes items to the buffer after a push found the database
 // unreachable (err), and turns the buffer on. It reports false, writing
 // nothing, when err is no reason to buffer or there is no buffer.
-func (p *pushBuffer) failover(items []queengo.PushItem, err error) ([]queengo.PushResult, bool, error) {
-	if p.files == nil || !databaseDown(err) || errors.Is(err, queengo.ErrClosed) {
+func (p *Buffer) failover(items []queengo.PushItem, err error) ([]queengo.PushResult, bool, error) {
+	if p.files == nil || !queengo.DatabaseDown(err) || errors.Is(err, queengo.ErrClosed) {
 		return nil, false, nil
 	}
 	p.gate.RLock()
@@ -257,21 +336,21 @@ func (p *pushBuffer) failover(items []queengo.PushItem, err error) ([]queengo.Pu
 
 // write appends items to the log, one record each, and answers them
 // buffered.
-func (p *pushBuffer) write(items []queengo.PushItem) ([]queengo.PushResult, error) {
+func (p *Buffer) write(items []queengo.PushItem) ([]queengo.PushResult, error) {
 	recs := make([][]byte, len(items))
 	now := time.Now().UnixMilli()
 	for i := range items {
 		recs[i] = encodeItem(nil, &items[i], now)
 	}
 	if err := p.files.log.Append(recs); err != nil {
-		refusedPushes.Inc()
+		p.count.refused.Inc()
 		if errors.Is(err, filebuffer.ErrFull) {
 			return nil, fmt.Errorf("%w: %v", queengo.ErrBufferFull, err)
 		}
 		p.log.Error("file buffer: write failed", "err", err)
 		return nil, fmt.Errorf("%w: %v", queengo.ErrBufferWrite, err)
 	}
-	bufferedRecords.Add(len(items))
+	p.count.buffered.Add(len(items))
 	out := make([]queengo.PushResult, len(items))
 	for i := range items {
 		out[i] = queengo.PushResult{Status: queengo.PushBuffered, TransactionID: items[i].TransactionID,
@@ -281,7 +360,7 @@ func (p *pushBuffer) write(items []queengo.PushItem) ([]queengo.PushResult, erro
 }
 
 // setMaintenance applies the push maintenance switch in this process.
-func (p *pushBuffer) setMaintenance(on bool) {
+func (p *Buffer) setMaintenance(on bool) {
 	if p.maint.Swap(on) == on {
 		return
 	}
@@ -297,8 +376,8 @@ func (p *pushBuffer) setMaintenance(on bool) {
 	}
 }
 
-// stats reports the buffer as the routes show it.
-func (p *pushBuffer) stats() queengo.BufferStats {
+// Stats reports the buffer as the routes show it.
+func (p *Buffer) Stats() queengo.BufferStats {
 	s := queengo.BufferStats{Active: p.active.Load(), DBHealthy: !p.dbDown.Load(), Failovers: p.failovers.Load(),
 		Healthy: true}
 	if p.files == nil {
@@ -315,7 +394,7 @@ func (p *pushBuffer) stats() queengo.BufferStats {
 // run is the replay loop: it re-reads the switch, probes an unreachable
 // database, replays at most one batch per tick, and turns the buffer off
 // once it is empty.
-func (p *pushBuffer) run() {
+func (p *Buffer) run() {
 	defer close(p.done)
 	tick := time.NewTicker(p.flush)
 	defer tick.Stop()
@@ -341,7 +420,7 @@ func (p *pushBuffer) run() {
 }
 
 // step is one tick of the replay loop.
-func (p *pushBuffer) step() {
+func (p *Buffer) step() {
 	if p.files == nil {
 		p.active.Store(p.maint.Load())
 		return
@@ -351,7 +430,7 @@ func (p *pushBuffer) step() {
 	}
 	if p.dbDown.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-		err := p.b.cfg.Store.Ping(ctx)
+		err := p.ping(ctx)
 		cancel()
 		if err != nil {
 			return
@@ -360,10 +439,10 @@ func (p *pushBuffer) step() {
 		p.log.Warn("file buffer: PostgreSQL answers again; replaying the file buffer")
 	}
 	if err := p.replayBatch(); err != nil {
-		if databaseDown(err) && !errors.Is(err, queengo.ErrClosed) && !p.dbDown.Swap(true) {
+		if queengo.DatabaseDown(err) && !errors.Is(err, queengo.ErrClosed) && !p.dbDown.Swap(true) {
 			p.failovers.Add(1)
 			p.log.Warn("file buffer: PostgreSQL unreachable during replay; will retry", "err", err)
-		} else if !databaseDown(err) && time.Since(p.errLogged) >= replayErrorLogEvery {
+		} else if !queengo.DatabaseDown(err) && time.Since(p.errLogged) >= replayErrorLogEvery {
 			p.errLogged = time.Now()
 			p.log.Error("file buffer: replay failed; will retry", "err", err)
 		}
@@ -384,7 +463,7 @@ func (p *pushBuffer) step() {
 // meanwhile come back duplicate, as their transaction ids are kept), until
 // it has failed for replayGiveUpAfter and moves to failed/. An undecodable
 // record moves to failed/ at once.
-func (p *pushBuffer) replayBatch() error {
+func (p *Buffer) replayBatch() error {
 	if p.head == nil {
 		files := p.files.log.Files()
 		if len(files) == 0 {
@@ -420,7 +499,7 @@ func (p *pushBuffer) replayBatch() error {
 	var stuck error
 	if len(items) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-		res, err := p.b.pushDirect(ctx, items)
+		res, err := p.push(ctx, items)
 		cancel()
 		if err != nil {
 			return err
@@ -456,9 +535,9 @@ func (p *pushBuffer) replayBatch() error {
 		if err := p.files.failed.Append(failed); err != nil {
 			return fmt.Errorf("error keeping records that failed replay: %w", err)
 		}
-		failedRecords.Add(len(failed))
+		p.count.failed.Add(len(failed))
 	}
-	replayedRecords.Add(done - len(failed))
+	p.count.replayed.Add(done - len(failed))
 	p.headDone.Store(int64(start + done))
 	if start+done == len(p.headRecs) {
 		if err := p.files.log.Remove(*p.head); err != nil {
@@ -470,8 +549,12 @@ func (p *pushBuffer) replayBatch() error {
 	return stuck
 }
 
-// close stops the replay loop; the logs stay open (their owner closes them).
-func (p *pushBuffer) close() {
+// Close refuses further pushes and stops the replay loop; the files stay
+// open (their owner closes them).
+func (p *Buffer) Close() {
+	if p.closing.Swap(true) {
+		return
+	}
 	close(p.stop)
 	<-p.done
 }

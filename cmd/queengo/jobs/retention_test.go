@@ -1,4 +1,4 @@
-package actors
+package jobs
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
@@ -175,12 +174,12 @@ func TestRetention_RunDrainsTargetsInBatches(t *testing.T) {
 		return queengo.Dropped{Segments: 1, Messages: 5, Bytes: 50}, 1, nil
 	}
 	r, _ := newTestRetention(f, RetentionConfig{Interval: time.Minute})
-	before := droppedSegments.Get()
+	before := r.count.droppedSegments.Get()
 	r.retain(context.Background(), f)
 	if len(seen) != 4 || len(seen[0]) != 3 || len(seen[1]) != 3 || len(seen[2]) != 2 || seen[3][0] != c {
 		t.Fatalf("batches saw %v", seen)
 	}
-	if got := droppedSegments.Get() - before; got < 5 {
+	if got := r.count.droppedSegments.Get() - before; got < 5 {
 		t.Fatalf("dropped segments counter grew by %d, want 5", got)
 	}
 	if f.called("RemoveIdlePartitions") != 1 {
@@ -214,10 +213,10 @@ func TestRetention_BatchWithoutProgressEndsTheRun(t *testing.T) {
 	f.targets = []uuid.UUID{uuid.New()}
 	f.drop = func([]uuid.UUID) (queengo.Dropped, int, error) { return queengo.Dropped{}, 0, nil }
 	r, _ := newTestRetention(f, RetentionConfig{})
-	failed := runOutcome(jobRetention, "failed").Get()
+	failed := r.runOutcome(jobRetention, "failed").Get()
 	r.retain(context.Background(), f)
-	if f.called("DropSegments") != 1 || runOutcome(jobRetention, "failed").Get() != failed+1 {
-		t.Fatalf("%d batches; failed runs %d -> %d", f.called("DropSegments"), failed, runOutcome(jobRetention, "failed").Get())
+	if f.called("DropSegments") != 1 || r.runOutcome(jobRetention, "failed").Get() != failed+1 {
+		t.Fatalf("%d batches; failed runs %d -> %d", f.called("DropSegments"), failed, r.runOutcome(jobRetention, "failed").Get())
 	}
 }
 
@@ -248,10 +247,10 @@ func TestEviction_RunDrainsTargetsInBatches(t *testing.T) {
 		return 3, 1, nil
 	}
 	r, _ := newTestRetention(f, RetentionConfig{})
-	before := evictedMessages.Get()
+	before := r.count.evicted.Get()
 	r.evict(context.Background(), f)
-	if len(seen) != 2 || seen[0] != 2 || seen[1] != 1 || evictedMessages.Get()-before < 6 {
-		t.Fatalf("batches saw %v, evicted counter +%d", seen, evictedMessages.Get()-before)
+	if len(seen) != 2 || seen[0] != 2 || seen[1] != 1 || r.count.evicted.Get()-before < 6 {
+		t.Fatalf("batches saw %v, evicted counter +%d", seen, r.count.evicted.Get()-before)
 	}
 }
 
@@ -266,21 +265,21 @@ func TestRetention_OldestMessageAgeGauge(t *testing.T) {
 	r.refreshAges(context.Background(), f)
 	clk.advance(5 * time.Second)
 	line := `queengo_queue_oldest_message_age_seconds{queue="` + strings.ReplaceAll(q, `"`, `\"`) + `"} 15`
-	if out := prometheus(); !strings.Contains(out, line) {
+	if out := prometheus(r); !strings.Contains(out, line) {
 		t.Fatalf("want %q in the metrics", line)
 	}
 	f.mu.Lock()
 	f.oldest = map[string]time.Time{}
 	f.mu.Unlock()
 	r.refreshAges(context.Background(), f)
-	if out := prometheus(); strings.Contains(out, q[:12]) {
+	if out := prometheus(r); strings.Contains(out, q[:12]) {
 		t.Fatal("the gauge of a queue without messages is still exported")
 	}
 }
 
-func prometheus() string {
+func prometheus(r *Retention) string {
 	var b bytes.Buffer
-	metrics.WritePrometheus(&b, false)
+	r.set.WritePrometheus(&b)
 	return b.String()
 }
 
@@ -329,14 +328,14 @@ func TestRetention_ConnectFailureLogsOncePerRun(t *testing.T) {
 	r := NewRetention(RetentionConfig{Interval: time.Hour, EvictionInterval: time.Minute}, f.connect,
 		slog.New(slog.NewTextHandler(&logs, nil)))
 	jobs := []*job{{name: jobRetention, interval: time.Hour}, {name: jobEviction, interval: time.Minute}}
-	failed := runOutcome(jobEviction, "failed").Get()
+	failed := r.runOutcome(jobEviction, "failed").Get()
 	before := time.Now()
 	r.runDue(context.Background(), jobs)
 	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "connection refused") {
 		t.Fatalf("%d log lines, want 1 with the error:\n%s", n, logs.String())
 	}
-	if runOutcome(jobEviction, "failed").Get() != failed+1 || f.called("Lead "+jobRetention) != 0 {
-		t.Fatalf("failed eviction runs %d -> %d; Lead called %d times", failed, runOutcome(jobEviction, "failed").Get(), f.called("Lead "+jobRetention))
+	if r.runOutcome(jobEviction, "failed").Get() != failed+1 || f.called("Lead "+jobRetention) != 0 {
+		t.Fatalf("failed eviction runs %d -> %d; Lead called %d times", failed, r.runOutcome(jobEviction, "failed").Get(), f.called("Lead "+jobRetention))
 	}
 	if next := jobs[1].next; next.Before(before.Add(time.Minute)) || next.After(time.Now().Add(time.Minute)) {
 		t.Fatalf("eviction next due in %v, want its interval", time.Until(next))

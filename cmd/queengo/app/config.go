@@ -1,4 +1,10 @@
-package main
+// Package app is one broker process: its configuration (the reference
+// server's environment variables, then flags) and the wiring of its parts:
+// the store (package pg), the data path (package actors), the push buffer,
+// the operator's door (package admin), the background jobs, and the HTTP
+// server that sees them as one Broker. The queengo command runs one App;
+// the black-box tests start Apps in their own process.
+package app
 
 import (
 	"encoding/hex"
@@ -12,9 +18,10 @@ import (
 	"time"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/actors"
-	"github.com/queengo/queengo/actors/filebuffer"
 	"github.com/queengo/queengo/cmd/queengo/cli"
+	"github.com/queengo/queengo/cmd/queengo/jobs"
+	"github.com/queengo/queengo/cmd/queengo/pushbuffer"
+	"github.com/queengo/queengo/cmd/queengo/pushbuffer/filebuffer"
 	qhttp "github.com/queengo/queengo/http"
 )
 
@@ -56,24 +63,24 @@ const (
 	// RetentionIntervalDefault, EvictionIntervalDefault,
 	// RetentionBatchSizeDefault and PartitionCleanupDaysDefault are the
 	// reference server's (semantics ).
-	RetentionIntervalDefault    = actors.RetentionIntervalDefault
-	EvictionIntervalDefault     = actors.EvictionIntervalDefault
-	RetentionBatchSizeDefault   = actors.RetentionBatchSizeDefault
+	RetentionIntervalDefault    = jobs.RetentionIntervalDefault
+	EvictionIntervalDefault     = jobs.EvictionIntervalDefault
+	RetentionBatchSizeDefault   = jobs.RetentionBatchSizeDefault
 	PartitionCleanupDaysDefault = 30
 	// MetricsSampleIntervalDefault and MetricsRetentionDaysDefault: the
-	// metrics collector samples every 30 s (actors.SampleIntervalDefault
+	// metrics collector samples every 30 s (jobs.SampleIntervalDefault
 	// says why) and keeps 7 days of samples.
-	MetricsSampleIntervalDefault = actors.SampleIntervalDefault
+	MetricsSampleIntervalDefault = jobs.SampleIntervalDefault
 	MetricsRetentionDaysDefault  = 7
 	// FileBufferEventsPerFileDefault, FileBufferFileBytesDefault,
 	// FileBufferMaxBytesDefault, FileBufferMaxBatchDefault and
-	// FileBufferFlushDefault: the push buffer's (actors/filebuffer and
-	// actors/buffer.go say why).
+	// FileBufferFlushDefault: the push buffer's (packages pushbuffer and
+	// filebuffer say why).
 	FileBufferEventsPerFileDefault = filebuffer.EventsPerFileDefault
 	FileBufferFileBytesDefault     = filebuffer.FileBytesDefault
 	FileBufferMaxBytesDefault      = filebuffer.MaxBytesDefault
-	FileBufferMaxBatchDefault      = actors.BufferMaxBatchDefault
-	FileBufferFlushDefault         = actors.BufferFlushIntervalDefault
+	FileBufferMaxBatchDefault      = pushbuffer.MaxBatchDefault
+	FileBufferFlushDefault         = pushbuffer.FlushIntervalDefault
 	// FileBufferDirDefault is the push buffer's directory when
 	// FILE_BUFFER_DIR is not given: the reference's /var/lib/queen/buffers
 	// under queengo's name, so that a broker keeps accepting pushes through
@@ -127,7 +134,7 @@ type Config struct {
 	// MetricsRetentionDays how many days of samples it keeps.
 	MetricsSampleInterval time.Duration
 	MetricsRetentionDays  int
-	// Auth is the JWT authentication (JWT_* variables, cmd/queengo/auth.go);
+	// Auth is the JWT authentication (JWT_* variables, auth.go);
 	// nil unless JWT_ENABLED is true.
 	Auth *qhttp.AuthConfig
 	// EncryptionKey (QUEEN_ENCRYPTION_KEY, 64 hex characters) seals the
@@ -156,9 +163,9 @@ func (e *configError) Error() string {
 	return fmt.Sprintf("invalid %s=%q: %s", e.name, e.value, e.why)
 }
 
-// loadConfig fills a Config from the environment (the reference server's
+// LoadConfig fills a Config from the environment (the reference server's
 // variable names), then from flags, which win.
-func loadConfig(args []string, getenv func(string) string) (*Config, error) {
+func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{
 		Host: HostDefault, Port: PortDefault, PoolSize: PoolSizeDefault,
 		PoolAcquireTimeout: PoolAcquireTimeoutDefault, StatementTimeout: StatementTimeoutDefault,
@@ -309,7 +316,7 @@ func (c *Config) validate() error {
 		return &configError{"RETENTION_BATCH_SIZE", strconv.Itoa(c.RetentionBatchSize), "want at least 1"}
 	case c.PartitionCleanupDays < 1:
 		return &configError{"PARTITION_CLEANUP_DAYS", strconv.Itoa(c.PartitionCleanupDays), "want at least 1"}
-	case c.MetricsSampleInterval < actors.SampleIntervalMin || c.MetricsSampleInterval > actors.SampleIntervalMax:
+	case c.MetricsSampleInterval < jobs.SampleIntervalMin || c.MetricsSampleInterval > jobs.SampleIntervalMax:
 		return &configError{"METRICS_SAMPLE_INTERVAL_MS", c.MetricsSampleInterval.String(), "want 100 to 300000 (milliseconds)"}
 	case c.MetricsRetentionDays < 1:
 		return &configError{"METRICS_RETENTION_DAYS", strconv.Itoa(c.MetricsRetentionDays), "want at least 1"}
@@ -471,12 +478,12 @@ func (e *envReader) float(name string, dst *float64) {
 // another broker process on this machine holds it) it says so in the log
 // and returns nil: a directory the operator named must open. Its files are
 // closed with the process: every record it acknowledged is already fsynced.
-func openFileBuffer(c *Config, log *slog.Logger) (*actors.FileBuffer, error) {
+func openFileBuffer(c *Config, log *slog.Logger) (*pushbuffer.Files, error) {
 	switch c.FileBufferDir {
 	case FileBufferOff:
 		return nil, nil
 	case "":
-		f, err := actors.OpenFileBuffer(FileBufferDirDefault, c.FileBuffer)
+		f, err := pushbuffer.OpenFiles(FileBufferDirDefault, c.FileBuffer)
 		if err != nil {
 			log.Warn("push buffer off: the default FILE_BUFFER_DIR cannot be used; set FILE_BUFFER_DIR to a directory of this process's own, or to off",
 				"dir", FileBufferDirDefault, "err", err)
@@ -484,7 +491,7 @@ func openFileBuffer(c *Config, log *slog.Logger) (*actors.FileBuffer, error) {
 		}
 		return f, nil
 	}
-	f, err := actors.OpenFileBuffer(c.FileBufferDir, c.FileBuffer)
+	f, err := pushbuffer.OpenFiles(c.FileBufferDir, c.FileBuffer)
 	if err != nil {
 		return nil, fmt.Errorf("error opening FILE_BUFFER_DIR: %w", err)
 	}
