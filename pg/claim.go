@@ -293,6 +293,7 @@ func (s *Store) claimRound(ctx context.Context, c *pgxpool.Conn, claims []queeng
 			out[i] = queengo.ClaimResult{}
 		}
 		r := newScopeRound(claims, sc)
+		r.keys = s.keys
 		r.lead, lead = lead, nil
 		if err := r.read(ctx, c); err != nil {
 			return err

@@ -128,7 +128,7 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 		}
 		// rows.Scan into []byte copies the value out of the read buffer, so
 		// payloads may alias it after the next row is read.
-		if err := decodeSegment(res, frames, first.Int64, span.From, span.To, dead, created.String, span.PartitionID, span.Partition, span.Queue); err != nil {
+		if err := decodeSegment(res, frames, r.keys, first.Int64, span.From, span.To, dead, created.String, span.PartitionID, span.Partition, span.Queue); err != nil {
 			// The statement ran; only this pop's answer is unusable: its
 			// leases expire and the messages are delivered again, or, for
 			// autoAck, its spans are given back (giveBack).
@@ -173,12 +173,13 @@ func (r *scopeRound) readTake(br pgx.BatchResults, call *takeCall, out []queengo
 
 // decodeSegment appends the frames of one segment that fall inside
 // [from, to] and are not in dead (dead-lettered by the group, or deleted:
-// claim_take lists both) to res.Messages.
-func decodeSegment(res *queengo.ClaimResult, b []byte, first, from, to int64, dead []int64, created string, pid uuid.UUID, pname, qname string) error {
+// claim_take lists both) to res.Messages, their sealed payloads opened with
+// keys.
+func decodeSegment(res *queengo.ClaimResult, b []byte, keys keyring, first, from, to int64, dead []int64, created string, pid uuid.UUID, pname, qname string) error {
 	for off := first; len(b) > 0 && off <= to; off++ {
 		var m queengo.Message
 		var err error
-		if b, err = decodeFrame(b, &m.Frame); err != nil {
+		if b, err = decodeFrame(b, &m.Frame, keys); err != nil {
 			return fmt.Errorf("segment %s@%d: %w", pid, first, err)
 		}
 		if off < from || slices.Contains(dead, off) {

@@ -25,6 +25,7 @@ import (
 type scopeRound struct {
 	claims []queengo.ClaimParams
 	queues []pgtype.UUID
+	keys   keyring // the Store's: they open the takes' sealed payloads
 	groups []roundGroup
 	pops   []roundPop
 	// names, modes and froms are the groups' names and subscription intents
@@ -41,7 +42,7 @@ type scopeRound struct {
 	batched      bool // a batch of the round was started
 	// committed are the spans the round's autoAck pops committed, in
 	// order: when a pop's answer cannot be read (a payload sealed with a
-	// key this process lacks) they are given back (giveBack).
+	// key this store lacks) they are given back (giveBack).
 	committed []autoSpan
 }
 
