@@ -22,11 +22,11 @@ func newKey() []byte {
 	return k
 }
 
-// openKeyed is openStore with an encryption key.
-func openKeyed(t *testing.T, key []byte) *pg.Store {
+// openKeyed is openStore with an encryption key and read keys.
+func openKeyed(t *testing.T, key []byte, readKeys ...[]byte) *pg.Store {
 	t.Helper()
 	s, err := pg.Open(context.Background(), pg.Config{URL: testURL, PoolSize: 4, AcquireTimeout: 5 * time.Second,
-		EncryptionKey: key})
+		EncryptionKey: key, EncryptionReadKeys: readKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +198,9 @@ func TestEncryption_PlaintextWriteToEncryptedQueueRefused(t *testing.T) {
 	}
 }
 
-// A payload sealed with a key the process does not have fails the claim
-// that meets it and the message view with ErrEncryptionKeyUnknown; nothing
-// panics. (The key id is overwritten in place: every key a store was opened
-// with opens in this process.)
+// A payload sealed with a key the store does not have fails the claim that
+// meets it and the message view with ErrEncryptionKeyUnknown; nothing
+// panics. (The key id is overwritten in place with one no key has.)
 func TestEncryption_UnknownKeyFailsTheRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -225,7 +224,7 @@ WHERE partition_id = $1`, pid); err != nil {
 }
 
 // An autoAck pop whose messages cannot be read (sealed with a key this
-// process lacks) commits nothing: its claim's cursor move is given back, so
+// store lacks) commits nothing: its claim's cursor move is given back, so
 // the group's next pop, on a broker with the key, gets them (autoAck is
 // at-most-once delivery, not loss of what was never delivered).
 func TestEncryption_AnAutoAckPopThatCannotReadItsMessagesLosesNothing(t *testing.T) {
@@ -267,5 +266,48 @@ WHERE partition_id = $1`, pid); err != nil {
 	}
 	if r := auto(); r.Err != nil || len(r.Messages) != 2 {
 		t.Fatalf("autoAck claim once the key is there: %d messages, %v; want both", len(r.Messages), r.Err)
+	}
+}
+
+// The keys that open are a store's own, not the process's: stores opened in
+// one process without the key a first store sealed with (another key, or
+// none) cannot open what it sealed, in a claim or the message view, as
+// brokers in processes of their own could not; a store given that key as a
+// read key can.
+func TestEncryption_AStoreOpensOnlyWithItsOwnKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	key := newKey()
+	s := openKeyed(t, key)
+	q, pid := encryptedQueue(t, s)
+	f := frame("t1")
+	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{f}, Seal: true}}); err != nil {
+		t.Fatal(err)
+	}
+	// Each store claims for a group of its own: a failed claim's lease
+	// stands in no other's way.
+	claim := func(st *pg.Store, group string) queengo.ClaimResult {
+		t.Helper()
+		res, err := st.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: group, Batch: 10,
+			LeaseID: uuid.Must(uuid.NewV7())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	for name, st := range map[string]*pg.Store{"another key": openKeyed(t, newKey()), "no key": openStore(t)} {
+		if r := claim(st, "g-"+uuid.NewString()[:8]); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
+			t.Fatalf("%s: claim %+v, want ErrEncryptionKeyUnknown", name, r)
+		}
+		if _, err := st.GetMessage(ctx, pid, "t1"); !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
+			t.Fatalf("%s: message view %v, want ErrEncryptionKeyUnknown", name, err)
+		}
+	}
+	reader := openKeyed(t, newKey(), key)
+	if r := claim(reader, "g-reader"); r.Err != nil || len(r.Messages) != 1 || string(r.Messages[0].Payload) != string(f.Payload) {
+		t.Fatalf("a store with the key as a read key: claim %+v", r)
+	}
+	if m, err := reader.GetMessage(ctx, pid, "t1"); err != nil || string(m.Payload) != string(f.Payload) {
+		t.Fatalf("a store with the key as a read key: message view %q, %v", m.Payload, err)
 	}
 }

@@ -69,9 +69,10 @@ func appendFrame(dst []byte, f *queengo.Frame, seal *sealer) []byte {
 var nullJSON = []byte("null")
 
 // decodeFrame reads the frame at the start of b into f and returns the rest.
-// f.Payload aliases b, unless it is sealed: it is then opened into a buffer
-// of its own (openSealed, which says what fails).
-func decodeFrame(b []byte, f *queengo.Frame) ([]byte, error) {
+// f.Payload aliases b, unless it is sealed: it is then opened with a key of
+// keys (the reading Store's) into a buffer of its own (openSealed, which
+// says what fails).
+func decodeFrame(b []byte, f *queengo.Frame, keys keyring) ([]byte, error) {
 	if len(b) < 17 {
 		return nil, errCorruptFrame
 	}
@@ -103,7 +104,7 @@ func decodeFrame(b []byte, f *queengo.Frame) ([]byte, error) {
 		return nil, err
 	}
 	if flags&frameSealed != 0 {
-		if f.Payload, err = openSealed(f.Payload, id); err != nil {
+		if f.Payload, err = openSealed(f.Payload, id, keys); err != nil {
 			return nil, err
 		}
 	}

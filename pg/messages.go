@@ -110,7 +110,7 @@ func (s *Store) RetryMessage(ctx context.Context, partition uuid.UUID, txid stri
 		slices.Sort(r.RequeuedGroups)
 		if frame != nil {
 			var f queengo.Frame
-			if _, err := decodeFrame(frame, &f); err != nil {
+			if _, err := decodeFrame(frame, &f, s.keys); err != nil {
 				return err
 			}
 			nf := f

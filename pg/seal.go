@@ -7,9 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -61,7 +58,7 @@ func newSealKey(key []byte) (*sealKey, error) {
 }
 
 // keyIDOf is the first 4 bytes of SHA-256("queengo key id\x00" || key):
-// enough to tell a process's keys apart, nothing about the key.
+// enough to tell a store's keys apart, nothing about the key.
 func keyIDOf(key []byte) keyID {
 	h := sha256.New()
 	h.Write([]byte("queengo key id\x00"))
@@ -76,56 +73,34 @@ func KeyID(key []byte) string {
 	return hex.EncodeToString(id[:])
 }
 
-// openers are the keys that open sealed payloads in this process, by id: the
-// keys of every Store opened so far (Config.EncryptionKey and
-// EncryptionReadKeys). decodeFrame reads them; it is a free function that
-// the statements' readers call without their Store. Open adds keys and
-// nothing removes them: a broker process opens one Store, and stores opened
-// with different keys in one process (tests) each seal with their own key
-// and may only open more than their own.
-var (
-	openersMu sync.Mutex // serialises adders
-	openers   atomic.Pointer[map[keyID]cipher.AEAD]
-)
+// keyring is the keys that open sealed payloads, by id: one Store's key and
+// read keys (Config.EncryptionKey, EncryptionReadKeys), and no other
+// store's, so a store opens only what a broker configured as it is could.
+// Open builds it and nothing changes it, so readers share it without a lock;
+// a nil keyring opens nothing.
+type keyring map[keyID]cipher.AEAD
 
-// loadKeys returns the key cfg seals with (nil: none) and adds it and the
-// read keys to the openers.
-func loadKeys(cfg Config) (*sealKey, error) {
+// loadKeys returns the key cfg seals with (nil: none) and the keyring of
+// that key and the read keys.
+func loadKeys(cfg Config) (*sealKey, keyring, error) {
 	var seal *sealKey
-	var keys []*sealKey
+	keys := keyring{}
 	if len(cfg.EncryptionKey) > 0 {
 		k, err := newSealKey(cfg.EncryptionKey)
 		if err != nil {
-			return nil, fmt.Errorf("error loading the encryption key: %w", err)
+			return nil, nil, fmt.Errorf("error loading the encryption key: %w", err)
 		}
 		seal = k
-		keys = append(keys, k)
+		keys[k.id] = k.aead
 	}
 	for i, b := range cfg.EncryptionReadKeys {
 		k, err := newSealKey(b)
 		if err != nil {
-			return nil, fmt.Errorf("error loading encryption read key %d: %w", i+1, err)
+			return nil, nil, fmt.Errorf("error loading encryption read key %d: %w", i+1, err)
 		}
-		keys = append(keys, k)
+		keys[k.id] = k.aead
 	}
-	addOpeners(keys)
-	return seal, nil
-}
-
-func addOpeners(keys []*sealKey) {
-	if len(keys) == 0 {
-		return
-	}
-	openersMu.Lock()
-	defer openersMu.Unlock()
-	m := map[keyID]cipher.AEAD{}
-	if old := openers.Load(); old != nil {
-		maps.Copy(m, *old)
-	}
-	for _, k := range keys {
-		m[k.id] = k.aead
-	}
-	openers.Store(&m)
+	return seal, keys, nil
 }
 
 // sealer seals the payloads of one write with key. Their nonces are drawn
@@ -157,18 +132,15 @@ func (s *sealer) appendSealed(dst, id, payload []byte) []byte {
 }
 
 // openSealed returns the payload sealed for the frame whose message id is
-// id, in a buffer of its own. A key this process does not have is
-// queengo.ErrEncryptionKeyUnknown; a payload its key does not authenticate
-// (altered, or moved from another frame) is errCorruptFrame.
-func openSealed(sealed, id []byte) ([]byte, error) {
+// id, in a buffer of its own, opened with a key of keys. A payload sealed
+// with a key that keys lacks is queengo.ErrEncryptionKeyUnknown; a payload
+// its key does not authenticate (altered, or moved from another frame) is
+// errCorruptFrame.
+func openSealed(sealed, id []byte, keys keyring) ([]byte, error) {
 	if len(sealed) < sealedOverhead {
 		return nil, errCorruptFrame
 	}
-	kid := keyID(sealed)
-	var aead cipher.AEAD
-	if m := openers.Load(); m != nil {
-		aead = (*m)[kid]
-	}
+	aead := keys[keyID(sealed)]
 	if aead == nil {
 		return nil, fmt.Errorf("%w: message %s is sealed with key id %x", queengo.ErrEncryptionKeyUnknown, uuid.UUID(id),
 			sealed[:keyIDSize])

@@ -14,9 +14,8 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// testKey makes a sealer with a random key; with open, the process's
-// openers get the key.
-func testKey(t testing.TB, open bool) *sealer {
+// testKey makes a sealer with a random key.
+func testKey(t testing.TB) *sealer {
 	t.Helper()
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -24,10 +23,16 @@ func testKey(t testing.TB, open bool) *sealer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open {
-		addOpeners([]*sealKey{k})
-	}
 	return &sealer{key: k}
+}
+
+// ring is the keyring of the sealers' keys.
+func ring(sealers ...*sealer) keyring {
+	keys := keyring{}
+	for _, s := range sealers {
+		keys[s.key.id] = s.key.aead
+	}
+	return keys
 }
 
 func sealedFrame(payload string) queengo.Frame {
@@ -40,7 +45,7 @@ func sealedFrame(payload string) queengo.Frame {
 // buffer follows it. An empty payload is sealed as null.
 func TestSeal_RoundTrip(t *testing.T) {
 	t.Parallel()
-	k := testKey(t, true)
+	k := testKey(t)
 	f := sealedFrame(`{"marker":"seal-roundtrip-7f3a"}`)
 	b := appendFrame(nil, &f, k)
 	if b[0]&frameSealed == 0 {
@@ -52,7 +57,7 @@ func TestSeal_RoundTrip(t *testing.T) {
 	empty := queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: "tx-2"}
 	b = appendFrame(b, &empty, k)
 	var got queengo.Frame
-	rest, err := decodeFrame(b, &got)
+	rest, err := decodeFrame(b, &got, ring(k))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,7 @@ func TestSeal_RoundTrip(t *testing.T) {
 		got.ProducerSub != f.ProducerSub || string(got.Payload) != string(f.Payload) {
 		t.Fatalf("decoded %+v, want %+v", got, f)
 	}
-	if rest, err = decodeFrame(rest, &got); err != nil || len(rest) != 0 || string(got.Payload) != "null" {
+	if rest, err = decodeFrame(rest, &got, ring(k)); err != nil || len(rest) != 0 || string(got.Payload) != "null" {
 		t.Fatalf("second frame: %q, rest %d, %v", got.Payload, len(rest), err)
 	}
 }
@@ -68,7 +73,7 @@ func TestSeal_RoundTrip(t *testing.T) {
 // Every frame gets a fresh nonce: the same frame sealed twice differs.
 func TestSeal_FreshNoncePerFrame(t *testing.T) {
 	t.Parallel()
-	k := testKey(t, true)
+	k := testKey(t)
 	f := sealedFrame(`"same"`)
 	a, b := appendFrame(nil, &f, k), appendFrame(nil, &f, k)
 	if len(a) != len(b) || bytes.Equal(a, b) {
@@ -80,7 +85,8 @@ func TestSeal_FreshNoncePerFrame(t *testing.T) {
 // seals more frames than it reserved.
 func TestSealer_NoncesNeverRepeat(t *testing.T) {
 	t.Parallel()
-	k := testKey(t, true)
+	k := testKey(t)
+	keys := ring(k)
 	k.reserve(3)
 	seen := map[string]bool{}
 	for range 5 {
@@ -93,7 +99,7 @@ func TestSealer_NoncesNeverRepeat(t *testing.T) {
 		}
 		seen[nonce] = true
 		var got queengo.Frame
-		if _, err := decodeFrame(b, &got); err != nil || string(got.Payload) != `{}` {
+		if _, err := decodeFrame(b, &got, keys); err != nil || string(got.Payload) != `{}` {
 			t.Fatalf("%q %v", got.Payload, err)
 		}
 	}
@@ -104,75 +110,104 @@ func TestSealer_NoncesNeverRepeat(t *testing.T) {
 // panic.
 func TestSeal_MovedOrAlteredPayloadDoesNotOpen(t *testing.T) {
 	t.Parallel()
-	k := testKey(t, true)
+	k := testKey(t)
+	keys := ring(k)
 	f := sealedFrame(`{"n":1}`)
 	b := appendFrame(nil, &f, k)
 	moved := bytes.Clone(b)
 	other := uuid.Must(uuid.NewV7())
 	copy(moved[1:17], other[:])
 	var got queengo.Frame
-	if _, err := decodeFrame(moved, &got); !errors.Is(err, errCorruptFrame) {
+	if _, err := decodeFrame(moved, &got, keys); !errors.Is(err, errCorruptFrame) {
 		t.Fatalf("payload moved to another message id: %v, want errCorruptFrame", err)
 	}
 	altered := bytes.Clone(b)
 	altered[len(altered)-1] ^= 1
-	if _, err := decodeFrame(altered, &got); !errors.Is(err, errCorruptFrame) {
+	if _, err := decodeFrame(altered, &got, keys); !errors.Is(err, errCorruptFrame) {
 		t.Fatalf("altered tag: %v, want errCorruptFrame", err)
 	}
 	// A sealed payload shorter than key id, nonce and tag.
 	short := appendFrame(nil, &queengo.Frame{ID: f.ID, Payload: []byte("12345678")}, nil)
 	short[0] |= frameSealed
-	if _, err := decodeFrame(short, &got); !errors.Is(err, errCorruptFrame) {
+	if _, err := decodeFrame(short, &got, keys); !errors.Is(err, errCorruptFrame) {
 		t.Fatalf("short sealed payload: %v, want errCorruptFrame", err)
 	}
 }
 
-// A payload sealed with a key the process was not given fails with
-// ErrEncryptionKeyUnknown naming the key id (what the pop that meets it
-// answers and logs).
+// A payload sealed with a key the keyring lacks (another store's, or none)
+// fails with ErrEncryptionKeyUnknown naming the key id (what the pop that
+// meets it answers and logs).
 func TestSeal_UnknownKey(t *testing.T) {
 	t.Parallel()
-	k := testKey(t, false)
+	k := testKey(t)
 	f := sealedFrame(`{"n":1}`)
-	var got queengo.Frame
-	_, err := decodeFrame(appendFrame(nil, &f, k), &got)
-	if !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
-		t.Fatalf("unknown key: %v, want ErrEncryptionKeyUnknown", err)
-	}
-	if !strings.Contains(err.Error(), fmt.Sprintf("key id %x", k.key.id[:])) {
-		t.Fatalf("error %q does not name the key id", err)
+	b := appendFrame(nil, &f, k)
+	for _, keys := range []keyring{ring(testKey(t)), nil} {
+		var got queengo.Frame
+		_, err := decodeFrame(b, &got, keys)
+		if !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
+			t.Fatalf("unknown key: %v, want ErrEncryptionKeyUnknown", err)
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("key id %x", k.key.id[:])) {
+			t.Fatalf("error %q does not name the key id", err)
+		}
 	}
 }
 
-// loadKeys: the encryption key seals, and it and the read keys open; a key
-// that is not 32 bytes is refused.
+// loadKeys: the encryption key seals, and it and the read keys open, those
+// of the keyring loadKeys returns and no other (the keys are a store's, not
+// the process's); a key that is not 32 bytes is refused.
 func TestLoadKeys(t *testing.T) {
 	t.Parallel()
-	cur, prev := make([]byte, 32), make([]byte, 32)
+	cur, prev, another := make([]byte, 32), make([]byte, 32), make([]byte, 32)
 	_, _ = rand.Read(cur)
 	_, _ = rand.Read(prev)
-	seal, err := loadKeys(Config{EncryptionKey: cur, EncryptionReadKeys: [][]byte{prev}})
-	if err != nil || seal == nil || seal.id != keyIDOf(cur) {
-		t.Fatalf("loadKeys: %v %v", seal, err)
+	_, _ = rand.Read(another)
+	seal, keys, err := loadKeys(Config{EncryptionKey: cur, EncryptionReadKeys: [][]byte{prev}})
+	if err != nil || seal == nil || seal.id != keyIDOf(cur) || len(keys) != 2 {
+		t.Fatalf("loadKeys: %v %d keys, %v", seal, len(keys), err)
 	}
 	old, err := newSealKey(prev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []*sealKey{seal, old} {
+	_, readOnly, err := loadKeys(Config{EncryptionReadKeys: [][]byte{prev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := loadKeys(Config{EncryptionKey: another})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		key  *sealKey
+		keys keyring
+		ok   bool
+	}{
+		{"the key", seal, keys, true},
+		{"a read key", old, keys, true},
+		{"the key, with only the read key", seal, readOnly, false},
+		{"the read key, with only the read key", old, readOnly, true},
+		{"the key, with another store's keys", seal, other, false},
+	} {
 		f := sealedFrame(`{"k":1}`)
 		var got queengo.Frame
-		if _, err := decodeFrame(appendFrame(nil, &f, &sealer{key: k}), &got); err != nil || string(got.Payload) != `{"k":1}` {
-			t.Fatalf("key %x: %q %v", k.id, got.Payload, err)
+		_, err := decodeFrame(appendFrame(nil, &f, &sealer{key: c.key}), &got, c.keys)
+		if c.ok && (err != nil || string(got.Payload) != `{"k":1}`) {
+			t.Fatalf("%s: %q %v", c.name, got.Payload, err)
+		}
+		if !c.ok && !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
+			t.Fatalf("%s: %v, want ErrEncryptionKeyUnknown", c.name, err)
 		}
 	}
-	if seal, err := loadKeys(Config{EncryptionReadKeys: [][]byte{prev}}); err != nil || seal != nil {
+	if seal, _, err := loadKeys(Config{EncryptionReadKeys: [][]byte{prev}}); err != nil || seal != nil {
 		t.Fatalf("read keys only: %v %v, want no sealing key", seal, err)
 	}
-	if _, err := loadKeys(Config{EncryptionKey: cur[:16]}); err == nil {
+	if _, _, err := loadKeys(Config{EncryptionKey: cur[:16]}); err == nil {
 		t.Fatal("a 16-byte key was accepted")
 	}
-	if _, err := loadKeys(Config{EncryptionKey: cur, EncryptionReadKeys: [][]byte{prev[:31]}}); err == nil {
+	if _, _, err := loadKeys(Config{EncryptionKey: cur, EncryptionReadKeys: [][]byte{prev[:31]}}); err == nil {
 		t.Fatal("a 31-byte read key was accepted")
 	}
 	if KeyID(cur) == KeyID(prev) || len(KeyID(cur)) != 2*keyIDSize {
@@ -197,7 +232,7 @@ func benchFrames(n int) []queengo.Frame {
 // tag per frame), and, for comparison, the frames sealed as one message per
 // segment (one nonce and one tag). ns/msg is per frame.
 func BenchmarkSeal(b *testing.B) {
-	k := testKey(b, true)
+	k := testKey(b)
 	for _, batch := range []int{1, 10, 100} {
 		fs := benchFrames(batch)
 		buf := make([]byte, 0, batch*(len(benchPayload)+100))
@@ -239,7 +274,8 @@ func BenchmarkSeal(b *testing.B) {
 // sealed per frame, and sealed as one message per segment (opened, then
 // decoded). ns/msg is per frame.
 func BenchmarkOpen(b *testing.B) {
-	k := testKey(b, true)
+	k := testKey(b)
+	keys := ring(k)
 	for _, batch := range []int{1, 10, 100} {
 		fs := benchFrames(batch)
 		var plain, sealed []byte
@@ -252,7 +288,7 @@ func BenchmarkOpen(b *testing.B) {
 			var f queengo.Frame
 			for len(rest) > 0 {
 				var err error
-				if rest, err = decodeFrame(rest, &f); err != nil {
+				if rest, err = decodeFrame(rest, &f, keys); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -264,7 +300,7 @@ func BenchmarkOpen(b *testing.B) {
 			{"plain", func(b *testing.B) { decode(b, plain) }},
 			{"frame", func(b *testing.B) { decode(b, sealed) }},
 			{"segment", func(b *testing.B) {
-				p, err := openSealed(seg, fs[0].ID[:])
+				p, err := openSealed(seg, fs[0].ID[:], keys)
 				if err != nil {
 					b.Fatal(err)
 				}

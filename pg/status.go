@@ -247,7 +247,7 @@ func (s *Store) QueueMessages(ctx context.Context, name string, limit, offset in
 		var status string
 		_, err = pgx.ForEachRow(rows, []any{&n, &frame, &status}, func() error {
 			var f queengo.Frame
-			if _, err := decodeFrame(frame, &f); err != nil {
+			if _, err := decodeFrame(frame, &f, s.keys); err != nil {
 				return err
 			}
 			m := &out[n-1]

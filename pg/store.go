@@ -50,8 +50,8 @@ type Config struct {
 	// is refused (queengo.ErrEncryptionUnavailable).
 	EncryptionKey []byte
 	// EncryptionReadKeys, 32 bytes each, only open payloads sealed before a
-	// key rotation. Every key of every Store opened in the process opens
-	// payloads (see openers).
+	// key rotation. A Store opens payloads with its EncryptionKey and these,
+	// never with another Store's keys.
 	EncryptionReadKeys [][]byte
 }
 
@@ -61,6 +61,7 @@ type Store struct {
 	cfg  Config
 	log  *slog.Logger
 	seal *sealKey // nil: no encryption key
+	keys keyring  // opens sealed payloads: seal's key and the read keys
 	// local: the URL's (first) host is a Unix socket or a loopback address.
 	local bool
 }
@@ -72,7 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error parsing database url: %w", err)
 	}
-	seal, err := loadKeys(cfg)
+	seal, keys, err := loadKeys(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, local: local}, nil
+	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, keys: keys, local: local}, nil
 }
 
 // Local reports whether PostgreSQL runs on this machine as far as the URL

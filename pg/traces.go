@@ -107,7 +107,7 @@ func (s *Store) TracesByName(ctx context.Context, name string, limit, offset int
 			t.Data = []byte(data)
 			if frame != nil {
 				var f queengo.Frame
-				if _, err := decodeFrame(frame, &f); err != nil {
+				if _, err := decodeFrame(frame, &f, s.keys); err != nil {
 					return t, err
 				}
 				t.Payload = f.Payload

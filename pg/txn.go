@@ -141,7 +141,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f queengo.DLQFilter) ([]que
 				&d.RetryCount, &d.CreatedAt, &d.FailedAt, &total); err != nil {
 				return err
 			}
-			if _, err := decodeFrame(frame, &d.Frame); err != nil {
+			if _, err := decodeFrame(frame, &d.Frame, s.keys); err != nil {
 				return err
 			}
 			out = append(out, d)
@@ -184,7 +184,7 @@ func (s *Store) RequeueDeadLetter(ctx context.Context, id uuid.UUID) (queengo.De
 			&d.Partition, &d.Queue, &d.Group, &seal); err != nil {
 			return err
 		}
-		if _, err := decodeFrame(frame, &d.Frame); err != nil {
+		if _, err := decodeFrame(frame, &d.Frame, s.keys); err != nil {
 			return err
 		}
 		nf = d.Frame
@@ -242,7 +242,7 @@ func (s *Store) GetMessage(ctx context.Context, partition uuid.UUID, txid string
 		if err != nil {
 			return err
 		}
-		if _, err := decodeFrame(frame, &m.Frame); err != nil {
+		if _, err := decodeFrame(frame, &m.Frame, s.keys); err != nil {
 			return err
 		}
 		m.Encrypted = frame[0]&frameSealed != 0
