@@ -3,6 +3,8 @@ package dashboard
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -27,6 +29,53 @@ func TestDashboard_IndexNamesOnlyEmbeddedAssets(t *testing.T) {
 	for _, r := range refs {
 		if _, ok := h.files[string(r[1])]; !ok {
 			t.Errorf("index.html names /assets/%s, which is not embedded", r[1])
+		}
+	}
+}
+
+// The page's modules are app.js and what it imports, directly or not: each
+// import names an embedded module, by a path relative to its importer or by
+// a bare name the import map maps, and every embedded module (bar the
+// vendored ones) is imported. With no build step, a wrong path would
+// otherwise show only in a browser.
+func TestDashboard_ModulesImportOnlyEmbeddedModules(t *testing.T) {
+	t.Parallel()
+	h, err := New(notFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Imports map[string]string `json:"imports"`
+	}
+	if err := json.Unmarshal(importMap.FindSubmatch(h.files["index.html"].body)[1], &m); err != nil {
+		t.Fatal(err)
+	}
+	imports := regexp.MustCompile(`(?m)^import [^;]* from '([^']+)';$`)
+	seen := map[string]bool{"app.js": true}
+	for todo := []string{"app.js"}; len(todo) > 0; todo = todo[1:] {
+		name := todo[0]
+		for _, spec := range imports.FindAllSubmatch(h.files[name].body, -1) {
+			s := string(spec[1])
+			if !strings.HasPrefix(s, "./") && !strings.HasPrefix(s, "../") {
+				if target, ok := m.Imports[s]; !ok {
+					t.Errorf("%s imports %q, which the import map lacks", name, s)
+				} else if _, ok := h.files[strings.TrimPrefix(target, "/assets/")]; !ok {
+					t.Errorf("%s imports %q, mapped to %s, which is not embedded", name, s, target)
+				}
+				continue
+			}
+			target := path.Join(path.Dir(name), s)
+			if _, ok := h.files[target]; !ok {
+				t.Errorf("%s imports %q: %s is not embedded", name, s, target)
+			} else if !seen[target] {
+				seen[target] = true
+				todo = append(todo, target)
+			}
+		}
+	}
+	for name := range h.files {
+		if path.Ext(name) == ".js" && !strings.HasPrefix(name, "vendor/") && !seen[name] {
+			t.Errorf("%s is embedded but no module imports it", name)
 		}
 	}
 }

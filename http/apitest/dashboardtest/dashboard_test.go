@@ -363,6 +363,7 @@ func TestDashboard_ServesItsAssets(t *testing.T) {
 	for path, ctype := range map[string]string{
 		"/":                                "text/html; charset=utf-8",
 		"/assets/app.js":                   "text/javascript; charset=utf-8",
+		"/assets/pages/queue.js":           "text/javascript; charset=utf-8",
 		"/assets/style.css":                "text/css; charset=utf-8",
 		"/assets/vendor/preact.mjs":        "text/javascript; charset=utf-8",
 		"/assets/vendor/uPlot.iife.min.js": "text/javascript; charset=utf-8",

@@ -2,7 +2,7 @@
 // browser: headless Chromium, driven over the DevTools protocol by chromedp,
 // loads every page from a broker with seeded queues and compares the
 // figures it shows with the API's answers. With UPDATE_SCREENSHOTS=1 it
-// also writes a screenshot of each page to docs/screenshots/.
+// also writes a screenshot of each page to docs/screenshots/ (see save).
 //
 // Chromium is /usr/bin/chromium (Debian's package; `make test` installs it
 // through .ci/ensure-chromium.sh), or the binary QUEENGO_CHROMIUM names.
@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -201,36 +200,6 @@ func (b *bundle) waitCount(t *testing.T, sel string, n int) {
 func (b *bundle) click(t *testing.T, sel string) {
 	t.Helper()
 	b.run(t, "clicking "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
-}
-
-// screenshot writes the whole page to docs/screenshots/name.png when
-// UPDATE_SCREENSHOTS=1; CI runs leave the tree alone.
-func (b *bundle) screenshot(t *testing.T, name string) {
-	t.Helper()
-	b.save(t, name, chromedp.FullScreenshot(100))
-}
-
-// viewportShot is screenshot of what the window shows: a dialog dims only
-// the window, so a whole-page shot would show it half dimmed.
-func (b *bundle) viewportShot(t *testing.T, name string) {
-	t.Helper()
-	b.save(t, name, chromedp.CaptureScreenshot())
-}
-
-func (b *bundle) save(t *testing.T, name string, shot chromedp.Action[[]byte]) {
-	t.Helper()
-	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
-		return
-	}
-	png, err := chromedp.Run(b.tab, shot)
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join("..", "..", "..", "docs", "screenshots", name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", path)
 }
 
 func jsString(s string) string {
