@@ -1,9 +1,0 @@
-#!/usr/bin/env bash
-# docs/benchmarks.md, "2026-12-06, later: every aim on the head": every aim
-# of issue 9 on f67cafb (the broker of c09471d, refactored without a change
-# of behaviour), three runs of queengo (final) and one of the reference Queen
-# server (ref), one server at a time, each on a fresh database with
-# track_functions=pl. The build was
-#   git checkout f67cafb && go build -o /tmp/qg-final ./cmd/queengo && go build -o /tmp/bench ./bench
-# The scenarios and runs are those of 2026-12-05/run.sh, whose results go here.
-OUT=$(cd "$(dirname "$0")" && pwd) exec bash "$(dirname "$0")/../2026-12-05/run.sh"

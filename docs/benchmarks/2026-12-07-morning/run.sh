@@ -1,8 +1,0 @@
-#!/usr/bin/env bash
-# docs/benchmarks.md, "2026-12-07, morning": every aim of issue 9 on 9ddeedf
-# (the broker on one Go processor by its own default on this machine),
-# three runs of queengo (final) and one of the reference Queen server (ref),
-# one server at a time, each on a fresh database. The build was
-#   git checkout 9ddeedf && go build -o /tmp/qg-final ./cmd/queengo && go build -o /tmp/bench ./bench
-# The scenarios and runs are those of 2026-12-05/run.sh, whose results go here.
-OUT=$(cd "$(dirname "$0")" && pwd) exec bash "$(dirname "$0")/../2026-12-05/run.sh"
