@@ -1,4 +1,4 @@
-// The command line's tests run the real queengo binary (the one apitest
+// The command line's tests run the real queengo binary (the one package e2e
 // builds, so main's dispatch is under test too) as a subprocess against a
 // real broker on a database of the package's own, and check what a person
 // or a script sees: tables, --json, exit codes.
@@ -12,20 +12,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queengo/queengo/http/apitest"
+	"github.com/queengo/queengo/http/e2e"
 )
 
-func TestMain(m *testing.M) { apitest.Main(m, "clitest") }
+func TestMain(m *testing.M) { e2e.Main(m, "clitest") }
 
 // bundle is a test's broker and a queue of its own.
 type bundle struct {
-	s     *apitest.Server
+	s     *e2e.Server
 	queue string
+	bin   string // the queengo binary
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	return &bundle{s: apitest.Shared(t), queue: apitest.Unique(t, "cli")}
+	return &bundle{s: e2e.Shared(t), queue: e2e.Unique(t, "cli"), bin: e2e.MustBinary(t)}
 }
 
 // result is what one run of the command line left.
@@ -37,7 +38,7 @@ type result struct {
 // command is queengo with args against the bundle's broker; the
 // environment's QUEENGO_* variables are left out so the flags decide.
 func (b *bundle) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(apitest.Binary(), append(args, "--url", b.s.URL)...)
+	cmd := exec.Command(b.bin, append(args, "--url", b.s.URL)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "QUEENGO_") {
 			cmd.Env = append(cmd.Env, kv)

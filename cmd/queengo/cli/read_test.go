@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queengo/queengo/http/apitest"
+	"github.com/queengo/queengo/http/e2e"
 )
 
 // consume pops and acks every message of queue for group.
-func consume(t *testing.T, s *apitest.Server, queue, group string) {
+func consume(t *testing.T, s *e2e.Server, queue, group string) {
 	t.Helper()
 	for {
-		p := s.Pop(t, apitest.PopQueue(queue, "consumerGroup", group, "batch", "100"))
+		p := s.Pop(t, e2e.PopQueue(queue, "consumerGroup", group, "batch", "100"))
 		if p == nil {
 			return
 		}
 		items := make([]map[string]any, len(p.Messages))
 		for i, m := range p.Messages {
-			items[i] = apitest.AckItem(m, "completed")
+			items[i] = e2e.AckItem(m, "completed")
 		}
 		s.AckBatchOK(t, group, items...)
 	}
@@ -71,10 +71,10 @@ func TestCLI_Queues(t *testing.T) {
 func TestCLI_Queue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	g := apitest.Unique(t, "g")
+	g := e2e.Unique(t, "g")
 	b.s.PushN(t, b.queue, "", 4)
 	b.s.PushN(t, b.queue, "eu/west", 1)
-	b.s.PopOK(t, apitest.PopQueue(b.queue, "consumerGroup", g, "batch", "1"))
+	b.s.PopOK(t, e2e.PopQueue(b.queue, "consumerGroup", g, "batch", "1"))
 	var v struct {
 		Queue struct {
 			Name       string `json:"name"`
@@ -108,7 +108,7 @@ func TestCLI_Queue(t *testing.T) {
 		t.Fatalf("queue output:\n%s", r.stdout)
 	}
 
-	missing := apitest.Unique(t, "missing")
+	missing := e2e.Unique(t, "missing")
 	r = b.run(t, "", "queue", missing).want(t, 4)
 	if !strings.Contains(r.stderr, "queue not found") {
 		t.Fatalf("stderr: %s", r.stderr)
@@ -150,7 +150,7 @@ func (b *bundle) groupLag(t *testing.T, group string) int {
 func TestCLI_SeekThenGroups(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	g := apitest.Unique(t, "g")
+	g := e2e.Unique(t, "g")
 	b.s.PushN(t, b.queue, "", 5)
 	consume(t, b.s, b.queue, g)
 	if lag := b.groupLag(t, g); lag != 0 {
@@ -226,7 +226,7 @@ func TestCLI_SeekThenGroups(t *testing.T) {
 	b.run(t, "", "seek", g, b.queue, "--partition", "Default", "--to", "1h").want(t, 1)
 	b.run(t, "", "seek", g, b.queue).want(t, 1)
 	b.run(t, "", "seek", g, b.queue, "--to", "yesterday").want(t, 1)
-	b.run(t, "", "seek", apitest.Unique(t, "nobody"), b.queue, "--to-end").want(t, 4)
+	b.run(t, "", "seek", e2e.Unique(t, "nobody"), b.queue, "--to-end").want(t, 4)
 }
 
 type deadLetterJSON struct {
@@ -240,10 +240,10 @@ type deadLetterJSON struct {
 func TestD5_CLIDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	g := apitest.Unique(t, "g")
+	g := e2e.Unique(t, "g")
 	pushed := b.s.PushN(t, b.queue, "", 2)
-	p := b.s.PopOK(t, apitest.PopQueue(b.queue, "consumerGroup", g, "batch", "2"))
-	b.s.AckBatchOK(t, g, apitest.AckItem(p.Messages[0], "dlq"), apitest.AckItem(p.Messages[1], "dlq"))
+	p := b.s.PopOK(t, e2e.PopQueue(b.queue, "consumerGroup", g, "batch", "2"))
+	b.s.AckBatchOK(t, g, e2e.AckItem(p.Messages[0], "dlq"), e2e.AckItem(p.Messages[1], "dlq"))
 
 	var page struct {
 		Messages []deadLetterJSON `json:"messages"`
@@ -272,7 +272,7 @@ func TestD5_CLIDeadLetters(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "requeued "+requeued) {
 		t.Fatalf("requeue output: %s", r.stdout)
 	}
-	again := b.s.PopOK(t, apitest.PopQueue(b.queue, "consumerGroup", g))
+	again := b.s.PopOK(t, e2e.PopQueue(b.queue, "consumerGroup", g))
 	want, _ := json.Marshal(pushed[0].Payload)
 	if string(again.Messages[0].RawData) != string(want) {
 		t.Fatalf("requeued payload %s, want %s", again.Messages[0].RawData, want)

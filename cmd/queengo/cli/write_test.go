@@ -13,16 +13,16 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/queengo/queengo/http/apitest"
+	"github.com/queengo/queengo/http/e2e"
 )
 
 // popAll pops everything of queue in queue mode and returns the payloads
 // as the broker sent them, in order.
-func popAll(t *testing.T, s *apitest.Server, queue string) []string {
+func popAll(t *testing.T, s *e2e.Server, queue string) []string {
 	t.Helper()
 	var got []string
 	for {
-		p := s.Pop(t, apitest.PopQueue(queue, "batch", "100", "autoAck", "true"))
+		p := s.Pop(t, e2e.PopQueue(queue, "batch", "100", "autoAck", "true"))
 		if p == nil {
 			return got
 		}
@@ -93,7 +93,7 @@ func TestCLI_PushStdinArray(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || sum.Queued != 0 || sum.Duplicate != 3 {
 		t.Fatalf("second push (%v): %s", err, r.stdout)
 	}
-	p := b.s.PopOK(t, apitest.PopPartition(b.queue, "p1", "batch", "10"))
+	p := b.s.PopOK(t, e2e.PopPartition(b.queue, "p1", "batch", "10"))
 	if got := p.TxIDs(); !slices.Equal(got, []string{"imp-1", "imp-2", "imp-3"}) {
 		t.Fatalf("transaction ids %q", got)
 	}
@@ -158,7 +158,7 @@ func TestCLI_PushExitCodes(t *testing.T) {
 func TestCLI_ExitCodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	gone := &bundle{s: &apitest.Server{URL: "http://127.0.0.1:" + strconv.Itoa(apitest.FreePort(t))}}
+	gone := &bundle{s: &e2e.Server{URL: "http://127.0.0.1:" + strconv.Itoa(e2e.FreePort(t))}}
 	r := gone.run(t, "", "queues").want(t, 3)
 	if !strings.Contains(r.stderr, "unreachable") {
 		t.Fatalf("stderr: %s", r.stderr)
@@ -166,7 +166,7 @@ func TestCLI_ExitCodes(t *testing.T) {
 	b.run(t, "", "queues", "extra").want(t, 1)
 	b.run(t, "", "queues", "--no-such-flag").want(t, 1)
 	b.run(t, "", "tail").want(t, 1)
-	b.run(t, "", "tail", apitest.Unique(t, "missing")).want(t, 4)
+	b.run(t, "", "tail", e2e.Unique(t, "missing")).want(t, 4)
 	r = b.run(t, "", "help").want(t, 0)
 	if !strings.Contains(r.stdout, "Exit codes") || !strings.Contains(r.stdout, "tail") {
 		t.Fatalf("help:\n%s", r.stdout)
@@ -178,7 +178,7 @@ func TestCLI_ExitCodes(t *testing.T) {
 func TestCLI_Token(t *testing.T) {
 	t.Parallel()
 	const secret = "cli-test-secret-of-32-bytes-long!"
-	b := &bundle{s: apitest.Start(t, "JWT_ENABLED=true", "JWT_SECRET="+secret), queue: apitest.Unique(t, "cli")}
+	b := &bundle{s: e2e.Start(t, "JWT_ENABLED=true", "JWT_SECRET="+secret), queue: e2e.Unique(t, "cli")}
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "ops", "role": "read-only",
 		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
 	if err != nil {
@@ -295,7 +295,7 @@ func TestCLI_Tail(t *testing.T) {
 			t.Fatalf("tail left a consumer group: %+v", e)
 		}
 	}
-	p := b.s.PopOK(t, apitest.PopQueue(b.queue, "batch", "10", "partitions", "2"))
+	p := b.s.PopOK(t, e2e.PopQueue(b.queue, "batch", "10", "partitions", "2"))
 	if len(p.Messages) != len(before)+len(after) {
 		t.Fatalf("queue mode got %d messages, want all %d", len(p.Messages), len(before)+len(after))
 	}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package apitest
-
-const raceEnabled = false
