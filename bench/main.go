@@ -4,8 +4,9 @@
 // Queen-compatible server, given by --url), drives RabbitMQ and NATS
 // JetStream with the same payloads and batch sizes for comparison, and
 // reads the servers' costs from outside: CPU and memory from /proc, WAL and
-// table growth from PostgreSQL through psql. It never imports a queengo
-// package, so the same binary measures any build of any broker.
+// table growth from PostgreSQL through psql. It imports no broker package,
+// only queengo's HTTP client (http/client, which imports none either), so
+// the same binary measures any build of any broker.
 //
 // Usage:
 //
