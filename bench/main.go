@@ -8,9 +8,10 @@
 // only queengo's HTTP client (http/client, which imports none either), so
 // the same binary measures any build of any broker.
 //
-// Usage:
+// Usage, in bench/ (a module of its own, so that the clients of RabbitMQ
+// and NATS stay out of the broker's go.mod):
 //
-//	go run ./bench <scenario> [flags]
+//	go run . <scenario> [flags]
 //
 // Scenarios: push, consume, e2e, wake, idle, compare, storage, admin,
 // retention, buffer, and chart (which draws an SVG from the JSON results). Every
@@ -62,7 +63,7 @@ func init() {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: go run ./bench <scenario> [flags]   (flags: go run ./bench <scenario> -h)\n\n")
+	fmt.Fprintf(w, "usage: go run . <scenario> [flags]   (in bench/; flags: go run . <scenario> -h)\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
