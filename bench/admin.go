@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 // AdminParams configures the admin scenario: the data it seeds and how it
@@ -291,7 +293,7 @@ func measureRoute(ctx context.Context, env *Env, c *QueenClient, rt adminRoute, 
 				case err != nil:
 					errs.Add(err)
 				case st >= 300:
-					errs.Add(&StatusError{Op: rt.name, Status: st})
+					errs.Add(opErr(rt.name, &client.APIError{Method: "GET", Path: path, Status: st}))
 				default:
 					lat.Record(w, d)
 				}
@@ -315,7 +317,7 @@ func measureRoute(ctx context.Context, env *Env, c *QueenClient, rt adminRoute, 
 
 // adminGet sends one GET and returns the status and the body's size.
 func adminGet(c *QueenClient, path string) (status, size int, err error) {
-	err = c.do("admin", "GET", path, nil, c.timeout, func(st int, b []byte) error {
+	err = c.Do("admin", "GET", path, nil, func(st int, _ client.Header, b []byte) error {
 		status, size = st, len(b)
 		return nil
 	})
@@ -326,30 +328,27 @@ func adminGet(c *QueenClient, path string) (status, size int, err error) {
 // request, requires every one queued (or a duplicate of an earlier run's),
 // and returns the partition id the broker reports.
 func adminPush(c *QueenClient, queue, partition string, txids []string, payload int) (string, error) {
-	items := make([]PushItem, len(txids))
+	items := make([]client.PushItem, len(txids))
 	var buf []byte
 	now := time.Now().UnixNano()
 	for i, tx := range txids {
 		s := len(buf)
 		buf = appendPayload(buf, now, int64(i), payload)
-		items[i] = PushItem{Partition: partition, TransactionID: []byte(tx), Payload: buf[s:len(buf):len(buf)]}
+		items[i] = client.PushItem{Partition: partition, TransactionID: []byte(tx), Payload: buf[s:len(buf):len(buf)]}
 	}
-	body := appendPushBody(nil, queue, items)
+	body := client.AppendPushBody(nil, queue, items)
 	var pid string
-	err := c.do("push", "POST", "/api/v1/push", body, c.timeout, func(status int, b []byte) error {
-		if status != 201 && status != 200 {
-			return statusErr("push", status, b)
-		}
+	err := c.c.Push(context.Background(), body, func(b []byte) error {
 		var res []struct {
 			Status      string  `json:"status"`
 			PartitionID string  `json:"partition_id"`
 			Error       *string `json:"error"`
 		}
 		if err := json.Unmarshal(b, &res); err != nil {
-			return opErr("push", fmt.Errorf("error decoding answer: %w", err))
+			return fmt.Errorf("error decoding answer: %w", err)
 		}
 		if len(res) != len(txids) {
-			return opErr("push", fmt.Errorf("%d results for %d items", len(res), len(txids)))
+			return fmt.Errorf("%d results for %d items", len(res), len(txids))
 		}
 		for _, r := range res {
 			switch r.Status {
@@ -361,15 +360,15 @@ func adminPush(c *QueenClient, queue, partition string, txids []string, payload 
 				if r.Error != nil {
 					msg += ": " + *r.Error
 				}
-				return opErr("push", fmt.Errorf("item not stored: %s", msg))
+				return fmt.Errorf("item not stored: %s", msg)
 			}
 		}
 		return nil
 	})
 	if err == nil && pid == "" {
-		err = opErr("push", fmt.Errorf("every item was a duplicate: no partition id reported"))
+		err = errors.New("every item was a duplicate: no partition id reported")
 	}
-	return pid, err
+	return pid, opErr("push", err)
 }
 
 // seedAdmin pushes the messages, gives every group its cursors, and records
@@ -437,19 +436,19 @@ func seedAdmin(ctx context.Context, env *Env, c *QueenClient, l adminLayout) (*R
 		group := "g" + strconv.Itoa(g)
 		var buf []byte
 		for left := l.consumed(j/p.Partitions, part, g, l.perPartition(j)); left > 0; {
-			pop, err := c.Pop(q, PopQuery{Batch: int(min(left, adminPopMax)), Partition: partitionName(part),
+			pop, err := c.Pop(q, client.PopQuery{Batch: int(min(left, adminPopMax)), Partition: partitionName(part),
 				ConsumerGroup: group})
 			if err != nil {
 				return fmt.Errorf("consuming %s/%s as %s: %w", q, partitionName(part), group, err)
 			}
-			if len(pop.Messages) == 0 {
+			if len(pop.Acks) == 0 {
 				return nil
 			}
-			if buf, err = c.AckBatch(buf, group, pop.Messages); err != nil {
+			if buf, err = c.AckBatch(buf, group, pop.Acks); err != nil {
 				return fmt.Errorf("acknowledging %s/%s as %s: %w", q, partitionName(part), group, err)
 			}
-			left -= int64(len(pop.Messages))
-			popped.Add(int64(len(pop.Messages)))
+			left -= int64(len(pop.Acks))
+			popped.Add(int64(len(pop.Acks)))
 		}
 		return nil
 	})
@@ -474,13 +473,13 @@ func seedAdmin(ctx context.Context, env *Env, c *QueenClient, l adminLayout) (*R
 		body, _ := json.Marshal(map[string]any{"transactionId": l.txID(q, part, 0), "partitionId": pids[j],
 			"consumerGroup": "g" + strconv.Itoa(i%p.Groups), "eventType": "processed",
 			"traceNames": []string{l.traceName(i % p.TraceNames)}, "data": map[string]any{"i": i}})
-		return c.do("trace", "POST", "/api/v1/traces", body, c.timeout, func(status int, b []byte) error {
+		return c.Do("trace", "POST", "/api/v1/traces", body, func(status int, _ client.Header, b []byte) error {
 			switch {
 			case status == 404 || status == 405:
 				missing.Store(true)
 				return errAdminNoTraces
 			case status >= 300:
-				return statusErr("trace", status, b)
+				return client.NewAPIError("POST", "/api/v1/traces", status, b)
 			}
 			traced.Add(1)
 			return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -125,30 +124,20 @@ func runBuffer(ctx context.Context, env *Env, tgt Target, c *QueenClient, p Push
 
 // setPushMaintenance is POST /api/v1/system/maintenance.
 func setPushMaintenance(c *QueenClient, on bool) error {
-	body, _ := json.Marshal(map[string]bool{"enabled": on})
-	return c.do("maintenance", "POST", "/api/v1/system/maintenance", body, c.timeout, func(status int, b []byte) error {
-		if status != 200 {
-			return statusErr("maintenance", status, b)
-		}
-		return nil
-	})
+	err := c.c.SendJSON(context.Background(), "POST", "/api/v1/system/maintenance", map[string]bool{"enabled": on}, nil)
+	return opErr("maintenance", err)
 }
 
 // bufferedMessages reads bufferedMessages from GET /api/v1/system/maintenance.
 func bufferedMessages(c *QueenClient) (int64, error) {
-	var n int64
-	err := c.do("maintenance", "GET", "/api/v1/system/maintenance", nil, c.timeout, func(status int, b []byte) error {
-		if status != 200 {
-			return statusErr("maintenance", status, b)
-		}
-		var v struct {
-			BufferedMessages *int64 `json:"bufferedMessages"`
-		}
-		if err := json.Unmarshal(b, &v); err != nil || v.BufferedMessages == nil {
-			return statusErr("maintenance", status, b)
-		}
-		n = *v.BufferedMessages
-		return nil
-	})
-	return n, err
+	var v struct {
+		BufferedMessages *int64 `json:"bufferedMessages"`
+	}
+	if err := c.c.GetJSON(context.Background(), "/api/v1/system/maintenance", nil, &v); err != nil {
+		return 0, opErr("maintenance", err)
+	}
+	if v.BufferedMessages == nil {
+		return 0, opErr("maintenance", errors.New("the answer has no bufferedMessages"))
+	}
+	return *v.BufferedMessages, nil
 }

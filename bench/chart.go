@@ -15,7 +15,7 @@ func cmdChart(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("chart", flag.ContinueOnError)
 	out := fs.String("out", "bench-throughput.svg", "SVG file to write")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: go run ./bench chart [--out file.svg] results.json [more.json ...]\n")
+		fmt.Fprintf(fs.Output(), "usage: go run . chart [--out file.svg] results.json [more.json ...]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

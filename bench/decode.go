@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/valyala/fastjson"
 )
 
@@ -30,7 +31,7 @@ func parse(b []byte, read func(v *fastjson.Value) error) error {
 }
 
 // decodePop decodes a pop's 200 answer (pop-routes.md) into res: for each
-// message its transactionId, partitionId, leaseId and data, the data
+// message its transactionId, partitionId and leaseId, and its data
 // re-encoded compactly into one buffer shared by the batch.
 func decodePop(b []byte, res *PopResponse) error {
 	return parse(b, func(v *fastjson.Value) error {
@@ -42,22 +43,23 @@ func decodePop(b []byte, res *PopResponse) error {
 // readPop fills res from a pop answer's tree.
 func readPop(v *fastjson.Value, res *PopResponse) {
 	msgs := v.GetArray("messages")
-	res.Messages = make([]PopMessage, len(msgs))
+	res.Acks = make([]client.Ack, len(msgs))
+	res.Data = make([][]byte, len(msgs))
 	ends := make([]int, len(msgs))
 	var data []byte
 	for i, m := range msgs {
-		pm := &res.Messages[i]
-		pm.TransactionID = string(m.GetStringBytes("transactionId"))
-		pm.PartitionID = string(m.GetStringBytes("partitionId"))
-		pm.LeaseID = string(m.GetStringBytes("leaseId"))
+		a := &res.Acks[i]
+		a.TransactionID = string(m.GetStringBytes("transactionId"))
+		a.PartitionID = string(m.GetStringBytes("partitionId"))
+		a.LeaseID = string(m.GetStringBytes("leaseId"))
 		if d := m.Get("data"); d != nil {
 			data = d.MarshalTo(data)
 		}
 		ends[i] = len(data)
 	}
 	start := 0
-	for i := range res.Messages {
-		res.Messages[i].Data = data[start:ends[i]:ends[i]]
+	for i := range res.Data {
+		res.Data[i] = data[start:ends[i]:ends[i]]
 		start = ends[i]
 	}
 }

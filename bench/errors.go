@@ -9,23 +9,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/valyala/fasthttp"
 )
 
 // maxErrorSamples bounds how many full error texts a run keeps for its
 // report; the counts per kind are kept for all of them.
 const maxErrorSamples = 5
-
-// StatusError is an HTTP answer with a status the scenario did not expect.
-type StatusError struct {
-	Op     string // push, pop, ack, ...
-	Status int
-	Body   string // first bytes of the body
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s: http %d: %s", e.Op, e.Status, e.Body)
-}
 
 // OpError attaches the operation name to a transport or protocol error so
 // that errors are counted per operation.
@@ -46,17 +36,22 @@ func opErr(op string, err error) error {
 }
 
 // errorKind classifies an error into a short, stable key such as
-// "push: http 500" or "pop: timeout".
+// "push: http 500" (an answer with a status the scenario did not expect, a
+// *client.APIError) or "pop: timeout".
 func errorKind(err error) string {
-	var se *StatusError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s: http %d", se.Op, se.Status)
-	}
 	op := ""
 	var oe *OpError
 	if errors.As(err, &oe) {
 		op = oe.Op + ": "
 		err = oe.Err
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%shttp %d", op, ae.Status)
+	}
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) {
+		err = ue.Err // the cause, not the request every error of op shares
 	}
 	switch {
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, context.DeadlineExceeded):

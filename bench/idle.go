@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 // IdleParams configures the idle scenario.
@@ -145,7 +147,7 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 		go func() {
 			defer wg.Done()
 			q := queues[i%len(queues)]
-			query := PopQuery{Batch: 1, Partitions: 1, Wait: true}
+			query := client.PopQuery{Batch: 1, Wait: true}
 			if p.Partitions > 0 {
 				query.Partition = fmt.Sprintf("p%d", i%p.Partitions)
 			}
@@ -167,9 +169,9 @@ func runIdle(ctx context.Context, env *Env, tgt *queenTarget, p IdleParams) (*Re
 						errs.Add(err)
 						time.Sleep(100 * time.Millisecond)
 					}
-				case len(r.Messages) > 0:
-					delivered.Add(int64(len(r.Messages)))
-					if buf, err = cl.AckBatch(buf, "", r.Messages); err != nil {
+				case len(r.Acks) > 0:
+					delivered.Add(int64(len(r.Acks)))
+					if buf, err = cl.AckBatch(buf, "", r.Acks); err != nil {
 						errs.Add(err)
 					}
 				case time.Since(t0) < query.Timeout-500*time.Millisecond:
@@ -237,22 +239,22 @@ func createPartitions(cl *QueenClient, queues []string, n int) error {
 	}
 	for _, q := range queues {
 		for lo := 0; lo < n; lo += 100 {
-			items := make([]PushItem, 0, 100)
+			items := make([]client.PushItem, 0, 100)
 			for k := lo; k < min(lo+100, n); k++ {
-				items = append(items, PushItem{Partition: fmt.Sprintf("p%d", k), TransactionID: []byte(fmt.Sprintf("setup-%d", k)),
+				items = append(items, client.PushItem{Partition: fmt.Sprintf("p%d", k), TransactionID: []byte(fmt.Sprintf("setup-%d", k)),
 					Payload: []byte(`{"setup":true}`)})
 			}
-			if _, err := cl.Push(appendPushBody(nil, q, items)); err != nil {
+			if _, err := cl.Push(client.AppendPushBody(nil, q, items)); err != nil {
 				return err
 			}
 		}
 		var buf []byte
 		for k := range n {
-			r, err := cl.Pop(q, PopQuery{Batch: 1, Partition: fmt.Sprintf("p%d", k)})
+			r, err := cl.Pop(q, client.PopQuery{Batch: 1, Partition: fmt.Sprintf("p%d", k)})
 			if err != nil {
 				return err
 			}
-			if buf, err = cl.AckBatch(buf, "", r.Messages); err != nil {
+			if buf, err = cl.AckBatch(buf, "", r.Acks); err != nil {
 				return err
 			}
 		}
@@ -269,14 +271,14 @@ func trickle(ctx context.Context, cl *QueenClient, queues []string, parts int, r
 	tk := time.NewTicker(every)
 	defer tk.Stop()
 	start, sent := time.Now(), 0
-	items := make([][]PushItem, len(queues))
+	items := make([][]client.PushItem, len(queues))
 	var body []byte
 	for ctx.Err() == nil && time.Until(deadline()) > 500*time.Millisecond {
 		<-tk.C
 		due := int(rate * time.Since(start).Seconds())
 		for k := sent; k < due; k++ { // message k: queue k mod Q, partition k/Q mod parts
 			q := k % len(queues)
-			items[q] = append(items[q], PushItem{Partition: fmt.Sprintf("p%d", (k/len(queues))%parts),
+			items[q] = append(items[q], client.PushItem{Partition: fmt.Sprintf("p%d", (k/len(queues))%parts),
 				TransactionID: []byte(fmt.Sprintf("trickle-%d", k)), Payload: []byte(`{"trickle":true}`)})
 		}
 		sent = max(sent, due)
@@ -284,7 +286,7 @@ func trickle(ctx context.Context, cl *QueenClient, queues []string, parts int, r
 			if len(its) == 0 {
 				continue
 			}
-			body = appendPushBody(body[:0], queues[q], its)
+			body = client.AppendPushBody(body[:0], queues[q], its)
 			items[q] = its[:0]
 			if _, err := cl.Push(body); err != nil {
 				errs.Add(err)

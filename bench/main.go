@@ -4,12 +4,14 @@
 // Queen-compatible server, given by --url), drives RabbitMQ and NATS
 // JetStream with the same payloads and batch sizes for comparison, and
 // reads the servers' costs from outside: CPU and memory from /proc, WAL and
-// table growth from PostgreSQL through psql. It never imports a queengo
-// package, so the same binary measures any build of any broker.
+// table growth from PostgreSQL through psql. It imports no broker package,
+// only queengo's HTTP client (http/client, which imports none either), so
+// the same binary measures any build of any broker.
 //
-// Usage:
+// Usage, in bench/ (a module of its own, so that the clients of RabbitMQ
+// and NATS stay out of the broker's go.mod):
 //
-//	go run ./bench <scenario> [flags]
+//	go run . <scenario> [flags]
 //
 // Scenarios: push, consume, e2e, wake, idle, compare, storage, admin,
 // retention, buffer, and chart (which draws an SVG from the JSON results). Every
@@ -61,7 +63,7 @@ func init() {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: go run ./bench <scenario> [flags]   (flags: go run ./bench <scenario> -h)\n\n")
+	fmt.Fprintf(w, "usage: go run . <scenario> [flags]   (in bench/; flags: go run . <scenario> -h)\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}

@@ -8,6 +8,8 @@
 # and drops the database; run KIND T
 # NAME args... runs one /tmp/bench scenario against a fresh server into
 # $OUT/KIND-NAME-T.json. One server at a time, so runs never share the machine.
+# /tmp/bench is the harness, built at the repository root with
+# `go -C bench build -o /tmp/bench .` (bench/ is a module of its own).
 PG=postgres://postgres@127.0.0.1:5432
 B=/tmp/bench
 # The reference lives beside the repository (../shared/reference, bench/README.md).

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 // StorageParams configures the storage-format measurement.
@@ -77,7 +79,7 @@ func encodeFramesJSON(dst []byte, frames []storageFrame) []byte {
 		dst = append(dst, `{"id":"`...)
 		dst = appendUUID(dst, f.id)
 		dst = append(dst, `","transactionId":`...)
-		dst = appendJSONString(dst, f.txnID)
+		dst = client.AppendJSONString(dst, f.txnID)
 		dst = append(dst, `,"data":`...)
 		dst = append(dst, f.payload...)
 		dst = append(dst, '}')

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 // Message is one benchmark message on its way to a server.
@@ -110,6 +112,19 @@ func groupName(g, groups int) string {
 	return "g" + strconv.Itoa(g)
 }
 
+// popPartitions is client.PopQuery.Partitions for a --pop-partitions of n,
+// whose 0 means no cap: 1, the broker's default, is left out of the query
+// as the SDKs leave it out.
+func popPartitions(n int) int {
+	switch n {
+	case 0:
+		return client.NoPartitionCap
+	case 1:
+		return 0
+	}
+	return n
+}
+
 // partitionName is the name of partition p.
 func partitionName(p int) string { return "p" + strconv.Itoa(p) }
 
@@ -168,8 +183,8 @@ func (t *queenTarget) Prepare(ctx context.Context, l Layout) error {
 		// push; a broker without QUEEN_ENCRYPTION_KEY refuses it (400)
 		// rather than store plaintext.
 		err := t.client.Configure(l.Name, map[string]any{"encryptionEnabled": true})
-		var se *StatusError
-		if errors.As(err, &se) && se.Status == 400 {
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Status == 400 {
 			return fmt.Errorf("--encrypt: the broker refused encryptionEnabled for %s (%v); "+
 				"start it with QUEEN_ENCRYPTION_KEY=<64 hex characters>", l.Name, err)
 		}
@@ -199,7 +214,7 @@ type queenPublisher struct {
 	body  []byte
 	ids   []byte
 	ends  []int
-	items []PushItem
+	items []client.PushItem
 }
 
 func (p *queenPublisher) Publish(ctx context.Context, msgs []Message) error {
@@ -214,11 +229,11 @@ func (p *queenPublisher) Publish(ctx context.Context, msgs []Message) error {
 	p.items = p.items[:0]
 	start := 0
 	for i, m := range msgs {
-		p.items = append(p.items, PushItem{Partition: partitionName(m.Partition), Payload: m.Payload,
+		p.items = append(p.items, client.PushItem{Partition: partitionName(m.Partition), Payload: m.Payload,
 			TransactionID: p.ids[start:p.ends[i]]})
 		start = p.ends[i]
 	}
-	p.body = appendPushBody(p.body[:0], p.run, p.items)
+	p.body = client.AppendPushBody(p.body[:0], p.run, p.items)
 	res, err := p.t.client.Push(p.body)
 	if err != nil {
 		return err
@@ -246,7 +261,8 @@ type queenConsumer struct {
 func (c *queenConsumer) Receive(ctx context.Context, max int, fn func([]byte)) (int, error) {
 	l := c.t.layout
 	t0 := time.Now()
-	q := PopQuery{Batch: max, Partitions: l.PopPartitions, Wait: true, Timeout: l.PopTimeout, ConsumerGroup: c.group}
+	q := client.PopQuery{Batch: max, Partitions: popPartitions(l.PopPartitions), Wait: true, Timeout: l.PopTimeout,
+		ConsumerGroup: c.group}
 	if l.Pin {
 		q.Partition = partitionName(c.worker % l.Consumers % l.Partitions)
 	}
@@ -254,19 +270,19 @@ func (c *queenConsumer) Receive(ctx context.Context, max int, fn func([]byte)) (
 	if err != nil {
 		return 0, err
 	}
-	if len(res.Messages) == 0 {
+	if len(res.Acks) == 0 {
 		return 0, nil
 	}
 	t1 := time.Now()
 	c.t.popLat.Record(c.worker, t1.Sub(t0))
-	for _, m := range res.Messages {
-		fn(m.Data)
+	for _, d := range res.Data {
+		fn(d)
 	}
-	c.buf, err = c.t.client.AckBatch(c.buf, c.group, res.Messages)
+	c.buf, err = c.t.client.AckBatch(c.buf, c.group, res.Acks)
 	if err == nil {
 		c.t.ackLat.Record(c.worker, time.Since(t1))
 	}
-	return len(res.Messages), err
+	return len(res.Acks), err
 }
 
 func (c *queenConsumer) Close() error { return nil }

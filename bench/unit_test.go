@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 func TestHistQuantiles(t *testing.T) {
@@ -115,28 +117,6 @@ func TestSeqSet(t *testing.T) {
 	}
 }
 
-func TestBodiesAreJSON(t *testing.T) {
-	t.Parallel()
-	items := []PushItem{{Partition: "p0", TransactionID: []byte("r-1"), Payload: []byte(`{"a":1}`)},
-		{Partition: `we"ird`, TransactionID: []byte("r-2"), Payload: []byte(`null`)}}
-	var push struct {
-		Items []map[string]any `json:"items"`
-	}
-	if err := json.Unmarshal(appendPushBody(nil, "q.x", items), &push); err != nil || len(push.Items) != 2 ||
-		push.Items[1]["partition"] != `we"ird` || push.Items[0]["queue"] != "q.x" {
-		t.Fatalf("push body: %v %+v", err, push)
-	}
-	var ack struct {
-		Acks  []map[string]string `json:"acknowledgments"`
-		Group *string             `json:"consumerGroup"`
-	}
-	msgs := []PopMessage{{TransactionID: "t", PartitionID: "p", LeaseID: "l"}}
-	if err := json.Unmarshal(appendAckBody(nil, "", msgs), &ack); err != nil || ack.Group != nil ||
-		ack.Acks[0]["status"] != "completed" || ack.Acks[0]["leaseId"] != "l" {
-		t.Fatalf("ack body: %v %+v", err, ack)
-	}
-}
-
 // TestQueenClientAgainstFake checks the client's reading of the wire
 // format against a fake server that answers as api.md says.
 func TestQueenClientAgainstFake(t *testing.T) {
@@ -170,22 +150,22 @@ func TestQueenClientAgainstFake(t *testing.T) {
 	if err != nil || res.Queued != 1 || res.Duplicate != 1 || res.Failed != 1 || res.FirstError != "full" {
 		t.Fatalf("push: %v %+v", err, res)
 	}
-	q := PopQuery{Batch: 5, Partitions: 3, Wait: true, Timeout: time.Second, ConsumerGroup: "g"}
+	q := client.PopQuery{Batch: 5, Partitions: 3, Wait: true, Timeout: time.Second, ConsumerGroup: "g"}
 	pop, err := c.Pop("q", q)
-	if err != nil || len(pop.Messages) != 1 || pop.Messages[0].PartitionID != "P" {
+	if err != nil || len(pop.Acks) != 1 || pop.Acks[0].PartitionID != "P" || pop.Acks[0].LeaseID != "L" {
 		t.Fatalf("pop: %v %+v", err, pop)
 	}
-	if _, seq, ok := parsePayload(pop.Messages[0].Data); !ok || seq != 2 {
-		t.Fatalf("pop data %s", pop.Messages[0].Data)
+	if _, seq, ok := parsePayload(pop.Data[0]); !ok || seq != 2 {
+		t.Fatalf("pop data %s", pop.Data[0])
 	}
 	q.ConsumerGroup = "empty"
-	if pop, err := c.Pop("q", q); err != nil || len(pop.Messages) != 0 {
+	if pop, err := c.Pop("q", q); err != nil || len(pop.Acks) != 0 {
 		t.Fatalf("empty pop: %v %+v", err, pop)
 	}
-	if _, err := c.AckBatch(nil, "g", pop.Messages); err != nil {
+	if _, err := c.AckBatch(nil, "g", pop.Acks); err != nil {
 		t.Fatalf("empty ack: %v", err)
 	}
-	if _, err := c.AckBatch(nil, "g", []PopMessage{{TransactionID: "t", PartitionID: "P"}}); err != nil {
+	if _, err := c.AckBatch(nil, "g", []client.Ack{{TransactionID: "t", PartitionID: "P"}}); err != nil {
 		t.Fatalf("ack: %v", err)
 	}
 	q.Batch = 6 // the fake answers 400
@@ -307,13 +287,13 @@ func TestDecodeAnswers(t *testing.T) {
 		{"transactionId":"t\u0031","partitionId":"P","leaseId":"L","data":{"ts":1, "seq":2,"s":"a\"b"}},
 		{"transactionId":"t2","partitionId":"P","data":null},
 		{"transactionId":"t3","partitionId":"Q","leaseId":"M","data":[1,"x"]}]}`), &pop)
-	if err != nil || len(pop.Messages) != 3 {
+	if err != nil || len(pop.Acks) != 3 || len(pop.Data) != 3 {
 		t.Fatalf("pop: %v %+v", err, pop)
 	}
-	m := pop.Messages
-	if m[0].TransactionID != "t1" || m[0].LeaseID != "L" || string(m[0].Data) != `{"ts":1,"seq":2,"s":"a\"b"}` ||
-		m[1].LeaseID != "" || string(m[1].Data) != "null" || m[2].PartitionID != "Q" || string(m[2].Data) != `[1,"x"]` {
-		t.Fatalf("pop messages: %+v", m)
+	a, d := pop.Acks, pop.Data
+	if a[0].TransactionID != "t1" || a[0].LeaseID != "L" || string(d[0]) != `{"ts":1,"seq":2,"s":"a\"b"}` ||
+		a[1].LeaseID != "" || string(d[1]) != "null" || a[2].PartitionID != "Q" || string(d[2]) != `[1,"x"]` {
+		t.Fatalf("pop messages: %+v %q", a, d)
 	}
 	if err := decodePop([]byte(`{"messages":[`), &pop); err == nil {
 		t.Fatal("truncated pop answer decoded")

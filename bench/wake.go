@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/queengo/queengo/http/client"
 )
 
 // WakeParams configures the wake scenario.
@@ -65,26 +67,26 @@ func runWake(ctx context.Context, env *Env, tgt *queenTarget, p WakeParams) (*Re
 	cl := tgt.client
 	var ackBuf []byte
 	push := func(seq int64) error {
-		items := []PushItem{{Partition: partitionName(0), TransactionID: appendTxnID(nil, queue, seq),
+		items := []client.PushItem{{Partition: partitionName(0), TransactionID: appendTxnID(nil, queue, seq),
 			Payload: appendPayload(nil, time.Now().UnixNano(), seq, p.PayloadBytes)}}
-		r, err := cl.Push(appendPushBody(nil, queue, items))
+		r, err := cl.Push(client.AppendPushBody(nil, queue, items))
 		if err == nil && r.Queued != 1 {
 			err = opErr("push", fmt.Errorf("item not queued"))
 		}
 		return err
 	}
 	pop := func(wait bool) (*PopResponse, error) {
-		return cl.Pop(queue, PopQuery{Batch: 1, Partitions: 1, Wait: wait, Timeout: p.PopTimeout})
+		return cl.Pop(queue, client.PopQuery{Batch: 1, Wait: wait, Timeout: p.PopTimeout})
 	}
 	// Warm up: create the queue and partition, warm the connections.
 	if err := push(-1); err != nil {
 		return nil, fmt.Errorf("error in warm-up push: %w", err)
 	}
 	r, err := pop(true)
-	if err != nil || len(r.Messages) != 1 {
-		return nil, fmt.Errorf("error in warm-up pop: %v (messages: %d)", err, len(r.Messages))
+	if err != nil || len(r.Acks) != 1 {
+		return nil, fmt.Errorf("error in warm-up pop: %v (messages: %d)", err, len(r.Acks))
 	}
-	if ackBuf, err = cl.AckBatch(ackBuf, "", r.Messages); err != nil {
+	if ackBuf, err = cl.AckBatch(ackBuf, "", r.Acks); err != nil {
 		return nil, fmt.Errorf("error in warm-up ack: %w", err)
 	}
 
@@ -121,7 +123,7 @@ func runWake(ctx context.Context, env *Env, tgt *queenTarget, p WakeParams) (*Re
 		switch {
 		case out.err != nil:
 			errs.Add(out.err)
-		case len(out.res.Messages) == 0:
+		case len(out.res.Acks) == 0:
 			missed++
 		default:
 			if out.at.Before(t1) {
@@ -130,7 +132,7 @@ func runWake(ctx context.Context, env *Env, tgt *queenTarget, p WakeParams) (*Re
 			wake.Record(0, out.at.Sub(t1))
 			fromStart.Record(0, out.at.Sub(t0))
 			var aerr error
-			if ackBuf, aerr = cl.AckBatch(ackBuf, "", out.res.Messages); aerr != nil {
+			if ackBuf, aerr = cl.AckBatch(ackBuf, "", out.res.Acks); aerr != nil {
 				errs.Add(aerr)
 			}
 		}

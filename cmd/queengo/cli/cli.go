@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/spf13/cobra"
 )
 
@@ -102,6 +103,10 @@ func Main(args []string, env Env) int {
 	if err == nil {
 		return ExitOK
 	}
+	if errors.Is(err, context.Canceled) {
+		// Only the signals end ctx: a request they cut short.
+		err = errInterrupted
+	}
 	code := exitCode(err)
 	switch {
 	case a.json:
@@ -165,11 +170,6 @@ Exit codes: 0 ok, 1 usage or bad input, 2 the server refused the request (4xx),
 	return root
 }
 
-// client is the HTTP client of the global flags.
-func (a *app) client() *client {
-	return newClient(a.url, a.token, a.timeout)
-}
-
 // usageError is a mistake in the command line or its input: exit 1.
 type usageError struct{ err error }
 
@@ -182,8 +182,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // unknown command, a wrong number of arguments) carry no type of ours and
 // are usage errors.
 func exitCode(err error) int {
-	var ae *apiError
-	var ue *unreachableError
+	var ae *client.APIError
+	var ue *client.UnreachableError
 	var pe *partialError
 	switch {
 	case errors.As(err, &pe):
@@ -205,7 +205,7 @@ func exitCode(err error) int {
 }
 
 func statusOf(err error) int {
-	var ae *apiError
+	var ae *client.APIError
 	if errors.As(err, &ae) {
 		return ae.Status
 	}

@@ -56,8 +56,12 @@ partition and failure time, one page of --limit (at most 1000) from --offset.
 					q.Set(k, t.UTC().Format("2006-01-02T15:04:05.000Z"))
 				}
 			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			var raw map[string]json.RawMessage
-			if err := a.client().get(cmd.Context(), "/api/v1/dlq", q, &raw); err != nil {
+			if err := c.GetJSON(cmd.Context(), "/api/v1/dlq", q, &raw); err != nil {
 				return err
 			}
 			if a.json {
@@ -78,7 +82,7 @@ partition and failure time, one page of --limit (at most 1000) from --offset.
 			if err := t.flush(); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(a.env.Stdout, "%d of %d dead letters (from offset %d)\n", len(page.Messages), page.Total, offset)
+			_, err = fmt.Fprintf(a.env.Stdout, "%d of %d dead letters (from offset %d)\n", len(page.Messages), page.Total, offset)
 			return err
 		},
 	}
@@ -106,11 +110,14 @@ the first failure stops the command and sets its exit code (4 for an unknown
 id). --json prints the API's answers as an array.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			c := a.client()
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			done := []map[string]any{}
 			for _, id := range ids {
 				var raw map[string]any
-				if err := c.send(cmd.Context(), method, "/api/v1/dlq/"+seg(id)+suffix, nil, &raw); err != nil {
+				if err := c.SendJSON(cmd.Context(), method, "/api/v1/dlq/"+seg(id)+suffix, nil, &raw); err != nil {
 					if a.json {
 						_ = writeJSON(a.env.Stdout, done)
 					}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/spf13/cobra"
 )
 
@@ -57,9 +58,13 @@ its partition's head), the longest waiting first.
 /api/v1/consumer-groups/lagging with --lagging), every page.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, c := cmd.Context(), a.client()
+			ctx := cmd.Context()
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			if !lagging {
-				raws, err := c.groupEntries(ctx)
+				raws, err := groupEntries(ctx, c)
 				if err != nil {
 					return err
 				}
@@ -78,7 +83,7 @@ its partition's head), the longest waiting first.
 				return usagef("--min-lag must be 0 or more")
 			}
 			q := url.Values{"minLagSeconds": {strconv.FormatInt(int64(minLag/time.Second), 10)}}
-			raws, err := c.arrayPages(ctx, "/api/v1/consumer-groups/lagging", q)
+			raws, err := arrayPages(ctx, c, "/api/v1/consumer-groups/lagging", q)
 			if err != nil {
 				return err
 			}
@@ -112,19 +117,19 @@ func groupTable(w io.Writer, entries []groupEntry) error {
 }
 
 // groupEntries reads every page of GET /api/v1/consumer-groups.
-func (c *client) groupEntries(ctx context.Context) ([]json.RawMessage, error) {
-	return c.arrayPages(ctx, "/api/v1/consumer-groups", url.Values{})
+func groupEntries(ctx context.Context, c *client.Client) ([]json.RawMessage, error) {
+	return arrayPages(ctx, c, "/api/v1/consumer-groups", url.Values{})
 }
 
 // arrayPages reads every page of a consumer-group list, whose answer is a
 // bare array: a page shorter than the limit is the last.
-func (c *client) arrayPages(ctx context.Context, path string, q url.Values) ([]json.RawMessage, error) {
+func arrayPages(ctx context.Context, c *client.Client, path string, q url.Values) ([]json.RawMessage, error) {
 	all := []json.RawMessage{}
 	for {
 		q.Set("limit", strconv.Itoa(groupPage))
 		q.Set("offset", strconv.Itoa(len(all)))
 		var page []json.RawMessage
-		if err := c.get(ctx, path, q, &page); err != nil {
+		if err := c.GetJSON(ctx, path, q, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page...)
@@ -170,8 +175,12 @@ to a time). --json prints the API's answer.`,
 					body = map[string]string{"timestamp": t.UTC().Format(time.RFC3339Nano)}
 				}
 			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
 			var raw map[string]any
-			if err := a.client().send(cmd.Context(), http.MethodPost, path, body, &raw); err != nil {
+			if err := c.SendJSON(cmd.Context(), http.MethodPost, path, body, &raw); err != nil {
 				return err
 			}
 			if a.json {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -116,7 +117,11 @@ stored), 2 or 3 when a request failed: nothing from its first item
 					size = st.Size()
 				}
 			}
-			p := &pusher{app: a, c: a.client(), idPrefix: idPrefix, batch: batch,
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			p := &pusher{app: a, c: c, idPrefix: idPrefix, batch: batch,
 				sum: pushSummary{Queue: args[0], Partition: partition, Failures: []pushFailure{}}}
 			if partition == "" {
 				p.sum.Partition = "Default"
@@ -125,7 +130,7 @@ stored), 2 or 3 when a request failed: nothing from its first item
 			if a.env.StderrTerminal && !noProgress {
 				p.bar = newBar(a.env.Stderr, size)
 			}
-			err := p.run(cmd.Context(), lines)
+			err = p.run(cmd.Context(), lines)
 			if p.bar != nil {
 				_ = p.bar.Finish()
 			}
@@ -173,7 +178,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 type pusher struct {
 	*app
-	c        *client
+	c        *client.Client
 	in       *countingReader
 	bar      *progressbar.ProgressBar
 	idPrefix string
@@ -316,7 +321,7 @@ func firstByte(br *bufio.Reader) (byte, error) {
 // send pushes one batch and counts its results.
 func (p *pusher) send(ctx context.Context, items []pushItem, pos []int) error {
 	var results []pushResult
-	err := p.c.send(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items}, &results)
+	err := p.c.SendJSON(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items}, &results)
 	p.sum.Requests++
 	if err != nil {
 		p.sum.StoppedAt = pos[0]

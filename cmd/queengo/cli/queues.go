@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +51,11 @@ func (a *app) queuesCmd() *cobra.Command {
 			if task != "" {
 				q.Set("task", task)
 			}
-			raws, err := a.client().allPages(cmd.Context(), "/api/v1/resources/queues", q, "queues")
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			raws, err := allPages(cmd.Context(), c, "/api/v1/resources/queues", q, "queues")
 			if err != nil {
 				return err
 			}
@@ -76,13 +81,13 @@ func (a *app) queuesCmd() *cobra.Command {
 
 // allPages reads every page of a resource list whose answer is
 // {"<key>": [...], "total": n} and returns the entries as the API sent them.
-func (c *client) allPages(ctx context.Context, path string, q url.Values, key string) ([]json.RawMessage, error) {
+func allPages(ctx context.Context, c *client.Client, path string, q url.Values, key string) ([]json.RawMessage, error) {
 	all := []json.RawMessage{}
 	for {
 		q.Set("limit", strconv.Itoa(listPage))
 		q.Set("offset", strconv.Itoa(len(all)))
 		var page map[string]json.RawMessage
-		if err := c.get(ctx, path, q, &page); err != nil {
+		if err := c.GetJSON(ctx, path, q, &page); err != nil {
 			return nil, err
 		}
 		var items []json.RawMessage
@@ -126,13 +131,17 @@ groups that read it, with their lag. --json prints
 {"queue": <GET /api/v1/resources/queues/NAME, every partition>, "groups": [<the queue's entries of GET /api/v1/consumer-groups>]}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, c, name := cmd.Context(), a.client(), args[0]
-			var raw map[string]json.RawMessage
-			parts, err := c.queuePartitions(ctx, name, &raw)
+			ctx, name := cmd.Context(), args[0]
+			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			groups, err := c.groupEntries(ctx)
+			var raw map[string]json.RawMessage
+			parts, err := queuePartitions(ctx, c, name, &raw)
+			if err != nil {
+				return err
+			}
+			groups, err := groupEntries(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -163,11 +172,11 @@ groups that read it, with their lag. --json prints
 
 // queuePartitions reads a queue's detail into raw and returns every
 // partition, paging through them.
-func (c *client) queuePartitions(ctx context.Context, name string, raw *map[string]json.RawMessage) ([]json.RawMessage, error) {
+func queuePartitions(ctx context.Context, c *client.Client, name string, raw *map[string]json.RawMessage) ([]json.RawMessage, error) {
 	parts := []json.RawMessage{}
 	for {
 		q := url.Values{"partitionLimit": {strconv.Itoa(listPage)}, "partitionOffset": {strconv.Itoa(len(parts))}}
-		if err := c.get(ctx, "/api/v1/resources/queues/"+seg(name), q, raw); err != nil {
+		if err := c.GetJSON(ctx, "/api/v1/resources/queues/"+seg(name), q, raw); err != nil {
 			return nil, err
 		}
 		var page []json.RawMessage

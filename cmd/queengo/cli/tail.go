@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queengo/queengo/http/client"
 	"github.com/spf13/cobra"
 )
 
@@ -81,7 +82,11 @@ narrow it with --partition or a shorter --interval (tail warns on stderr).`,
 			if interval <= 0 {
 				return usagef("--interval must be more than 0")
 			}
-			t := &tailer{app: a, c: a.client(), queue: args[0], partition: partition, data: !noData,
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			t := &tailer{app: a, c: c, queue: args[0], partition: partition, data: !noData,
 				seen: map[string]string{}}
 			return t.run(cmd.Context(), interval)
 		},
@@ -94,7 +99,7 @@ narrow it with --partition or a shorter --interval (tail warns on stderr).`,
 
 type tailer struct {
 	*app
-	c                *client
+	c                *client.Client
 	queue, partition string
 	data             bool
 	// seen holds what was printed (or was there at the start) by
@@ -132,7 +137,7 @@ func (t *tailer) run(ctx context.Context, interval time.Duration) error {
 
 // stopped turns the interruption that ends every tail into success.
 func (t *tailer) stopped(err error) error {
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
@@ -151,11 +156,16 @@ func (t *tailer) list(ctx context.Context, from time.Time) ([]tailEntry, error) 
 		// message also answers 404 for an unknown queue.
 		q.Set("limit", "1")
 		var page struct{}
-		h, err := t.c.getHeader(ctx, "/api/v1/messages", q, &page)
+		var date string
+		path := "/api/v1/messages?" + q.Encode()
+		err := t.c.Do(ctx, http.MethodGet, path, nil, func(status int, h client.Header, body []byte) error {
+			date = h.Get("Date")
+			return client.ReadJSON(http.MethodGet, path, status, body, &page)
+		})
 		if err != nil {
 			return nil, err
 		}
-		now, err := http.ParseTime(h.Get("Date"))
+		now, err := http.ParseTime(date)
 		if err != nil {
 			now = time.Now()
 		}
@@ -171,7 +181,7 @@ func (t *tailer) list(ctx context.Context, from time.Time) ([]tailEntry, error) 
 			Messages  []tailEntry `json:"messages"`
 			Truncated bool        `json:"truncated"`
 		}
-		if err := t.c.get(ctx, "/api/v1/messages", q, &page); err != nil {
+		if err := t.c.GetJSON(ctx, "/api/v1/messages", q, &page); err != nil {
 			return nil, err
 		}
 		for _, m := range page.Messages {
@@ -235,8 +245,8 @@ func (t *tailer) print(ctx context.Context, m tailEntry) error {
 		var view struct {
 			Payload json.RawMessage `json:"payload"`
 		}
-		err := t.c.get(ctx, "/api/v1/messages/"+seg(m.PartitionID)+"/"+seg(m.TransactionID), nil, &view)
-		var ae *apiError
+		err := t.c.GetJSON(ctx, "/api/v1/messages/"+seg(m.PartitionID)+"/"+seg(m.TransactionID), nil, &view)
+		var ae *client.APIError
 		switch {
 		case errors.As(err, &ae) && ae.Status == 404:
 		case err != nil:
