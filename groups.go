@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Consumer-group admin (docs/api.md, "Consumer groups"): what the store
+// Consumer-group admin (docs/api-admin.md, "Consumer groups"): what the store
 // reports of the groups' cursors. Every figure is cursor and segment
 // arithmetic: per (partition, group) the offset lag is the partition's head
 // minus the cursor's committed offset, and the time lag is the age of the

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// The data lifecycle (semantics D9, docs/architecture.md "Retention and
+// The data lifecycle (docs/rules.md D9, docs/retention.md "Retention and
 // eviction"): what the store reports to the retention service, and the
 // maxSize refusal of a push.
 

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Status, analytics and metrics (shared/spec/api.md §2, §7.5; docs/api.md
-// "Status, analytics and metrics"): the figures the store computes from
+// Status, analytics and metrics (docs/api-admin.md "Status, analytics and
+// metrics"): the figures the store computes from
 // cursor and segment arithmetic, and the samples the metrics collector
 // keeps.
 
@@ -136,11 +136,11 @@ type SeriesQuery struct {
 }
 
 // Series is a time series as JSON: an array of points, each an object with
-// a "timestamp" and the series' own fields (docs/api.md).
+// a "timestamp" and the series' own fields (docs/api-admin.md).
 type Series = json.RawMessage
 
 // PostgresStats is the live view of the database of /analytics/postgres-stats
-// as JSON (docs/api.md).
+// as JSON (docs/api-admin.md).
 type PostgresStats = json.RawMessage
 
 // RequestCounts are this process's request counters since it started

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Message traces (shared/spec/api.md §4.7): events a client records for a
+// Message traces (docs/api.md "Traces"): events a client records for a
 // message, found again by message and by name. A trace belongs to its
 // message by (partition, transactionId) and lives as long as the partition
 // does, not as long as the message's segment.

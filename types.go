@@ -403,7 +403,7 @@ func (e *ConflictError) Error() string {
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // DeriveNamespaceTask splits a dotted queue name the way an implicitly created
-// queue gets its namespace and task (semantics Q-3): "orders" is namespace
+// queue gets its namespace and task (docs/rules.md Q-3): "orders" is namespace
 // "orders" and task "", "billing.invoice.v2" is "billing" and "invoice".
 func DeriveNamespaceTask(queue string) (namespace, task string) {
 	namespace, rest, found := strings.Cut(queue, ".")

@@ -48,7 +48,7 @@ type Store interface {
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
 }
 
-// Backoff is the long-poll re-check schedule of pop-routes.md: a parked pop
+// Backoff is the long-poll re-check schedule of docs/pop-routes.md: a parked pop
 // re-checks every Initial until Threshold consecutive checks came back empty,
 // then the interval grows by Multiplier per empty check up to Max. A wake
 // (a push in scope) resets it.
@@ -72,7 +72,7 @@ type Config struct {
 	// round is one set-based statement whatever it carries, so pops that
 	// arrive while one runs ride the next together; with 4 in flight rounds
 	// carried about one pop each and consume at batch 1 was 1.3-1.7x slower
-	// (docs/benchmarks.md).
+	// (docs/performance.md "The dated record").
 	ClaimsInFlight int
 	// CommitsInFlight caps the shared segment commits one queue actor runs
 	// at once; each carries every partition's segment that was ready. A
@@ -410,7 +410,7 @@ func (b *Broker) Push(ctx context.Context, items []queengo.PushItem) ([]queengo.
 }
 
 // Pop serves one pop on any route. It returns an empty result for every case
-// pop-routes.md answers with a bare 204, and an error wrapping queengo.ErrPool
+// docs/pop-routes.md answers with a bare 204, and an error wrapping queengo.ErrPool
 // or queengo.ErrTimeout (or another store error) for the 500s. ctx ends when
 // the client went away: the pop is then dropped from the park and Pop
 // returns queengo.ErrCancelled. The wait of a long poll is req.Timeout, not

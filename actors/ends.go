@@ -12,7 +12,7 @@ import (
 // add rebuilds the heap from the live ends when such entries make up most of
 // it. So the earliest end is O(1) to read and O(log n) to take, where a list
 // scanned on every actor message cost about half the broker's CPU at batch 1
-// (docs/benchmarks.md).
+// (docs/performance.md "The dated record").
 type endHeap[K comparable] []keyEnd[K]
 
 // keyEnd is one entry of an endHeap.

@@ -4,7 +4,7 @@ package actors
 // second commit while one is in flight. Below it, waiting for the commit in
 // flight makes the next one carry everything that arrived meanwhile, and
 // PostgreSQL's cost is mostly per commit: at batch=1 with 50 connections one
-// commit at a time gave 17k msg/s against 12k with two (docs/benchmarks.md);
+// commit at a time gave 17k msg/s against 12k with two (docs/performance.md "The dated record");
 // at batch=100 a second commit adds about 10%.
 const concurrentCommitMin = 500
 
@@ -39,7 +39,7 @@ func (p *commitPacer) next() []*partitionWriter {
 	// by partition, about half the messages each, so they run side by side:
 	// one commit carrying every partition keeps their next segments (one in
 	// flight per partition) from a second commit until it is done, and push
-	// at batch 100 ran at 60-80% of the throughput of two (docs/benchmarks.md).
+	// at batch 100 ran at 60-80% of the throughput of two (docs/performance.md "The dated record").
 	if p.inFlight+1 < p.max && p.messages >= 2*concurrentCommitMin && len(p.ready) > 1 {
 		half, n := 0, 0
 		for half < len(p.ready)-1 && 2*n < p.messages {

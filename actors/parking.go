@@ -23,7 +23,7 @@ import (
 // re-checks are in a second endHeap and the keys are indexed by partition,
 // so that neither the timer's next event, nor a tick, nor a wake visits
 // every key: with 2,000 consumers pinned to 2,000 partitions those visits
-// were a sixth to a quarter of the broker's CPU (docs/benchmarks.md).
+// were a sixth to a quarter of the broker's CPU (docs/performance.md "The dated record").
 type parkingLot struct {
 	backoff   Backoff
 	max       int // parked pops at most; park refuses past it

@@ -25,7 +25,7 @@ func longPoll(group, partition string, timeout time.Duration) *waiter {
 		reply: make(chan popReply, 1), leaseID: uuid.New(), deadline: t0.Add(timeout)}
 }
 
-// TestBackoff_Schedule: pop-routes.md's re-check schedule: the initial
+// TestBackoff_Schedule: docs/pop-routes.md's re-check schedule: the initial
 // interval for the first POP_WAIT_BACKOFF_THRESHOLD empty checks, then
 // growing by the multiplier per empty check, capped at the maximum.
 func TestBackoff_Schedule(t *testing.T) {

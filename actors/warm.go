@@ -17,8 +17,8 @@ const (
 // by copying it each time it goes deeper, and an actor's receive and a
 // database call go deep: with a goroutine per mailbox run (Proto.Actor's
 // dispatcher) and per claim round, that copying was 7% of the broker's CPU
-// consuming at batch 1 (docs/benchmarks.md, "2026-12-07, morning: kept
-// goroutines"). The pool runs those, segment commits and ack commits. A
+// consuming at batch 1 (docs/performance.md "The dated record": "2026-12-07,
+// morning: kept goroutines"). The pool runs those, segment commits and ack commits. A
 // worker that finished waits for the next function unless warmIdleMax
 // already wait; once closed, a worker runs what it was given and exits.
 // Safe for concurrent use.

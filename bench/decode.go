@@ -13,7 +13,7 @@ import (
 // harness already uses) rather than encoding/json. The load generator
 // shares two cores with the broker and PostgreSQL, and encoding/json's
 // reflective decoding was three quarters of its CPU in a consume run at
-// batch 100 (docs/benchmarks.md, "2026-12-05, later"): CPU taken from the
+// batch 100 (docs/performance.md "The dated record": "2026-12-05, later"): CPU taken from the
 // servers being measured. fastjson parses into a reusable tree without
 // reflection; the other answers (admin, buffer) stay on encoding/json.
 var parsers fastjson.ParserPool
@@ -30,7 +30,7 @@ func parse(b []byte, read func(v *fastjson.Value) error) error {
 	return read(v)
 }
 
-// decodePop decodes a pop's 200 answer (pop-routes.md) into res: for each
+// decodePop decodes a pop's 200 answer (docs/pop-routes.md) into res: for each
 // message its transactionId, partitionId and leaseId, and its data
 // re-encoded compactly into one buffer shared by the batch.
 func decodePop(b []byte, res *PopResponse) error {
@@ -64,7 +64,7 @@ func readPop(v *fastjson.Value, res *PopResponse) {
 	}
 }
 
-// decodeAck checks a batch ack's answer (api.md 4.4), an array of
+// decodeAck checks a batch ack's answer (docs/api.md "POST /api/v1/ack/batch"), an array of
 // {"success": bool, "error": string|null}: the first item that did not
 // succeed is an error, with the item's error text.
 func decodeAck(b []byte) error {
@@ -91,7 +91,7 @@ func decodeAck(b []byte) error {
 	return failed
 }
 
-// decodePush counts a push answer's items (api.md 4.1) by status into res:
+// decodePush counts a push answer's items (docs/api.md "POST /api/v1/push") by status into res:
 // queued (or buffered), duplicate, anything else failed with its first error.
 func decodePush(b []byte, res *PushResult) error {
 	return parse(b, func(v *fastjson.Value) error {

@@ -72,7 +72,7 @@ func cmdE2E(ctx context.Context, args []string) error {
 // fresh queue creates its partitions and the group's cursors, and the
 // consumers' pops meet partitions nobody has claimed yet: at 500 msg/s
 // offered on 100 partitions, delivery p99 was 633 ms in that second and
-// 12-22 ms in every later one (docs/benchmarks.md), so a 12 s run's p99 was
+// 12-22 ms in every later one (docs/performance.md "The dated record"), so a 12 s run's p99 was
 // the warm-up's. 3 s also covers the settling at 5,000 msg/s.
 const e2eWarmupDefault = 3 * time.Second
 
@@ -81,7 +81,7 @@ const e2eWarmupDefault = 3 * time.Second
 // pushes take longer than that falls behind its schedule and the offered
 // rate is not sent. With 10 producers at batch 1, 2,000 msg/s left each 5 ms
 // per push and the run measured the producers' lag, not the broker
-// (docs/benchmarks.md, 2026-12-03). 50 ms is several times the push p99 at
+// (docs/performance.md "The dated record", 2026-12-03). 50 ms is several times the push p99 at
 // these rates on the reference machine.
 const e2ePushBudget = 50 * time.Millisecond
 

@@ -11,7 +11,7 @@ import (
 	"github.com/queengo/queengo/http/client"
 )
 
-// QueenClient speaks the Queen MQ HTTP protocol (api.md, pop-routes.md) to
+// QueenClient speaks the Queen MQ HTTP protocol (docs/api.md, docs/pop-routes.md) to
 // one broker through queengo's HTTP client (http/client, fasthttp
 // underneath: it allocates far less per request than net/http, so more of
 // the shared machine's CPU goes to the server being measured). What it
@@ -107,15 +107,15 @@ func (c *QueenClient) AckBatch(buf []byte, group string, acks []client.Ack) ([]b
 	return buf, opErr("ack", c.c.AckBatch(context.Background(), buf, decodeAck))
 }
 
-// Configure sets a queue's options with POST /api/v1/configure (api.md
-// 3.1), creating the queue if needed. Configure is a full replace: options
+// Configure sets a queue's options with POST /api/v1/configure (docs/api.md
+// "POST /api/v1/configure"), creating the queue if needed. Configure is a full replace: options
 // left out take their defaults, so options must hold every option the
 // caller wants set. Any answer outside 2xx is a *client.APIError.
 func (c *QueenClient) Configure(queue string, options map[string]any) error {
 	return opErr("configure", c.c.Configure(context.Background(), queue, options))
 }
 
-// DeleteQueue removes a queue and all its data (api.md 7.4). A 404 counts as
+// DeleteQueue removes a queue and all its data (docs/api-admin.md "Resources"). A 404 counts as
 // success.
 func (c *QueenClient) DeleteQueue(queue string) error {
 	return opErr("delete", c.c.DeleteQueue(context.Background(), queue))

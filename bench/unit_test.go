@@ -118,7 +118,7 @@ func TestSeqSet(t *testing.T) {
 }
 
 // TestQueenClientAgainstFake checks the client's reading of the wire
-// format against a fake server that answers as api.md says.
+// format against a fake server that answers as docs/api.md says.
 func TestQueenClientAgainstFake(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()

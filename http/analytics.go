@@ -10,7 +10,7 @@ import (
 )
 
 // The /api/v1/analytics routes: time series of the collector's samples,
-// each answered as {from, to, bucketSeconds, series} (docs/api.md), and the
+// each answered as {from, to, bucketSeconds, series} (docs/api-admin.md), and the
 // live PostgreSQL statistics.
 
 // analyticsWindowDefault is a series' window when from is absent.

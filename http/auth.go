@@ -23,7 +23,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// AuthConfig configures JWT authentication (shared/spec/api.md §1.2). The
+// AuthConfig configures JWT authentication (docs/api.md "Authentication"). The
 // command fills it from the reference server's JWT_* variables and checks
 // it; NewAuth only refuses an algorithm it has no key for.
 type AuthConfig struct {

@@ -17,8 +17,8 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// specLevels is the Auth column of shared/spec/api.md §0 for every route
-// the broker serves. Routes the spec's table lacks get the level of their
+// specLevels is the access level (docs/api.md "Authentication", the reference server's) of every route
+// the broker serves. Routes the reference's table lacks get the level of their
 // nearest kin: the two DLQ write routes and a message's retry and move to
 // the DLQ change data, as a message delete (RW) does; a queue clear drops
 // data, as a queue delete (ADM) does; the partitions list reads, as the

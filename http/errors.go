@@ -329,7 +329,7 @@ func errBodyTooLarge(limit int) apiError {
 // typedErrors maps the errors of package queengo onto the table: the first
 // target err matches (errors.Is) decides. entry is the answer on every route
 // but the pops; pop is the answer on the pop routes, whose 500s
-// pop-routes.md fixes to "pool" and "pop failed". Every exported Err of
+// docs/pop-routes.md fixes to "pool" and "pop failed". Every exported Err of
 // package queengo has a row (TestTypedErrorsCoverPackageQueengo).
 var typedErrors = []struct {
 	target     error

@@ -14,7 +14,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// GroupAdmin is what the consumer-group admin routes (shared/spec/api.md §6)
+// GroupAdmin is what the consumer-group admin routes (docs/api-admin.md "Consumer groups")
 // need of the Broker.
 type GroupAdmin interface {
 	ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error)
@@ -25,7 +25,7 @@ type GroupAdmin interface {
 	RefreshStats(ctx context.Context) (queengo.StatsReport, error)
 }
 
-// The bounds of the consumer-group pages (docs/api.md, "Consumer groups"):
+// The bounds of the consumer-group pages (docs/api-admin.md, "Consumer groups"):
 // a page of the list, of the lagging cursors and of one group's cursors.
 // The list's default covers 1,000 queues' worth of (group, queue) pairs of
 // one group in one call.

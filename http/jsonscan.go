@@ -158,7 +158,7 @@ func (s *scanner) str() (string, error) {
 // knownKeys are the member names of the bodies every push and ack repeats,
 // once per item: key hands out these strings instead of allocating one per
 // member (a 100-item ack body: 1,012 allocations down to 610, its parse
-// about 10% faster; docs/benchmarks.md "2026-12-05, later").
+// about 10% faster; docs/performance.md "The dated record": "2026-12-05, later").
 var knownKeys = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{"items", "queue", "partition", "transactionId", "traceId", "payload",

@@ -11,7 +11,7 @@ import (
 )
 
 // MaintenanceAdmin is the push maintenance switch and the file buffer
-// (issue 13, D11; shared/spec/api.md §5).
+// (issue 13, D11; docs/api.md "Pop maintenance" and "Push maintenance and the file buffer").
 type MaintenanceAdmin interface {
 	PushMaintenance(ctx context.Context) (bool, error)
 	SetPushMaintenance(ctx context.Context, on bool) error

@@ -19,7 +19,7 @@ type messageAdmin interface {
 	RetryMessage(ctx context.Context, partition uuid.UUID, txid string) (queengo.MessageRetry, error)
 }
 
-// The bounds of the message list (docs/api.md, "GET /api/v1/messages").
+// The bounds of the message list (docs/api-admin.md, "GET /api/v1/messages").
 const (
 	messageLimitDefault = 200
 	messageLimitMax     = 1000

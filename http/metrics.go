@@ -67,7 +67,7 @@ func (s *Server) RequestCounts() queengo.RequestCounts {
 }
 
 // handlePrometheus writes every queengo_* family, then Queen's families
-// under Queen's names (docs/api.md "Prometheus families"): the process's
+// under Queen's names (docs/api-admin.md "GET /metrics/prometheus"): the process's
 // own figures live, the per-queue ones from the metrics collector's last
 // sample (no database query per scrape).
 func (s *Server) handlePrometheus(ctx *fasthttp.RequestCtx) {

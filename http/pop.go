@@ -14,7 +14,7 @@ import (
 
 // parsePop reads the query parameters shared by the three pop routes. Every
 // number must be an integer within its cap; leaseSeconds 0 or less means
-// absent and partitions 0 or less no cap (pop-routes.md).
+// absent and partitions 0 or less no cap (docs/pop-routes.md).
 func (s *Server) parsePop(args *fasthttp.Args, r *queengo.PopRequest) *apiError {
 	var e *apiError
 	if r.Batch, e = intParam(args, "batch", max(s.cfg.PopBatch, 1), 1, maxBatch); e != nil {
@@ -155,7 +155,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, r *queengo.PopRequest) {
 }
 
 // writeScopeRequired is the exact 400 of the discovery route without a scope
-// (pop-routes.md).
+// (docs/pop-routes.md).
 func (s *Server) writeScopeRequired(ctx *fasthttp.RequestCtx) {
 	s.countError(errScopeRequired)
 	buf := append(make([]byte, 0, 80), `{"success":false,"error":`...)
@@ -172,7 +172,7 @@ func writeNoContent(ctx *fasthttp.RequestCtx) {
 	setCORS(ctx)
 }
 
-// appendPopResponse writes the response of pop-routes.md; payloads are
+// appendPopResponse writes the response of docs/pop-routes.md; payloads are
 // copied as stored, never re-encoded.
 func appendPopResponse(buf []byte, r *queengo.PopRequest, res *queengo.PopResult) []byte {
 	first := &res.Messages[0]

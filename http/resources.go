@@ -10,7 +10,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// ResourceAdmin is what the resource and message routes (shared/spec/api.md §7.2-7.4, §8) need of the Broker.
+// ResourceAdmin is what the resource and message routes (docs/api-admin.md "Resources" and "Messages") need of the Broker.
 type ResourceAdmin interface {
 	Overview(ctx context.Context) (queengo.Overview, error)
 	ListQueues(ctx context.Context, f queengo.ResourceFilter) ([]queengo.QueueSummary, int, error)
@@ -21,7 +21,7 @@ type ResourceAdmin interface {
 	messageAdmin
 }
 
-// resourceRoutes are the resource and message routes (shared/spec/api.md §7.2-7.4, §8) of the route table.
+// resourceRoutes are the resource and message routes (docs/api-admin.md "Resources" and "Messages") of the route table.
 func (s *Server) resourceRoutes() []route {
 	return []route{
 		{fasthttp.MethodGet, "/api/v1/resources/overview", levelReadOnly, s.handleOverview},
@@ -44,7 +44,7 @@ func (s *Server) resourceRoutes() []route {
 	}
 }
 
-// The bounds of the resource lists (docs/api.md, "Resources").
+// The bounds of the resource lists (docs/api-admin.md, "Resources").
 const (
 	resourceLimitDefault = 100
 	resourceLimitMax     = 1000

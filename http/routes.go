@@ -9,8 +9,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// level is the access a route requires: the Auth column of
-// shared/spec/api.md §0. Each level admits the roles of the levels above it.
+// level is the access a route requires, as docs/api.md
+// "Authentication" lists them (the reference server's levels). Each level admits the roles of the levels above it.
 // The zero value is no level at all, which register refuses, so a route
 // can never be open by omission.
 type level uint8

@@ -1,7 +1,7 @@
 // Package http is the broker's HTTP face: the fasthttp router, request
 // parsing and validation, JSON encoding, status codes and the one table of
-// error answers (errors.go) of the Queen MQ protocol (shared/spec/api.md,
-// pop-routes.md). Handlers hold no SQL and see no store: every operation goes
+// error answers (errors.go) of the Queen MQ protocol (docs/api.md,
+// docs/pop-routes.md). Handlers hold no SQL and see no store: every operation goes
 // through the Broker (package actors), and every failure it reports is a
 // typed error that only this package turns into text.
 package http

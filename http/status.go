@@ -11,7 +11,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// StatusAdmin is what the status and analytics routes (shared/spec/api.md §2, §7.5) need of the Broker.
+// StatusAdmin is what the status and analytics routes (docs/api-admin.md "Status, analytics and metrics") need of the Broker.
 type StatusAdmin interface {
 	StatusQueues(ctx context.Context, f queengo.StatusFilter, limit, offset int) ([]queengo.QueueFigures, int, error)
 	DeadLetterSummary(ctx context.Context, f queengo.StatusFilter, topN int) (queengo.DeadLetterSummary, error)
@@ -29,7 +29,7 @@ type StatusAdmin interface {
 	ProcessStats() queengo.ProcessStats
 }
 
-// statusRoutes are the status and analytics routes (shared/spec/api.md §2, §7.5) of the route table.
+// statusRoutes are the status and analytics routes (docs/api-admin.md "Status, analytics and metrics") of the route table.
 func (s *Server) statusRoutes() []route {
 	return []route{
 		{fasthttp.MethodGet, "/api/v1/status", levelReadOnly, s.handleStatus},
@@ -48,7 +48,7 @@ func (s *Server) statusRoutes() []route {
 	}
 }
 
-// The bounds of the status routes' parameters (docs/api.md "Status,
+// The bounds of the status routes' parameters (docs/api-admin.md "Status,
 // analytics and metrics").
 const (
 	statusQueuesLimitDefault = 100

@@ -14,7 +14,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// TraceAdmin is what the trace routes (shared/spec/api.md §4.7) need of the Broker.
+// TraceAdmin is what the trace routes (docs/api.md "Traces") need of the Broker.
 type TraceAdmin interface {
 	RecordTrace(ctx context.Context, t queengo.NewTrace) (uuid.UUID, error)
 	MessageTraces(ctx context.Context, partition uuid.UUID, txid string, limit, offset int) ([]queengo.Trace, error)
@@ -22,7 +22,7 @@ type TraceAdmin interface {
 	TraceNames(ctx context.Context, limit, offset int) ([]queengo.TraceName, int64, error)
 }
 
-// traceRoutes are the trace routes (shared/spec/api.md §4.7) of the route table.
+// traceRoutes are the trace routes (docs/api.md "Traces") of the route table.
 func (s *Server) traceRoutes() []route {
 	return []route{
 		{fasthttp.MethodPost, "/api/v1/traces", levelReadWrite, s.handleRecordTrace},
@@ -369,7 +369,7 @@ func appendTrace(buf []byte, t *queengo.Trace, withMessage bool) []byte {
 }
 
 // appendTraceTime appends a trace time as the reference formats it: UTC,
-// milliseconds (semantics.md §0, timestamps).
+// milliseconds (docs/api.md conventions, timestamps).
 func appendTraceTime(buf []byte, t time.Time) []byte {
 	return appendString(buf, t.UTC().Format("2006-01-02T15:04:05.000Z"))
 }

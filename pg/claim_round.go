@@ -223,7 +223,7 @@ func (r *scopeRound) pinnedEntries() {
 
 // leadRides reports whether the lead goes in the next batch: not sent yet,
 // and no statement waits in pre. Subscription records and first contacts
-// lock before cursors do (docs/architecture.md, "Lock order"), and an ack
+// lock before cursors do (docs/storage.md, "Lock order"), and an ack
 // locks cursors, so a lead never shares their transaction.
 func (r *scopeRound) leadRides() bool { return r.lead != nil && len(r.pre) == 0 }
 
@@ -514,7 +514,7 @@ const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
 // asyncCommit reports whether the round's take may commit without waiting
 // for the WAL flush: when none of its pops is autoAck. The flush was a
 // third to a half of a batch-1 round's time, and a round in flight holds up
-// the next (docs/benchmarks.md, issue 9). What such a commit writes is
+// the next (docs/performance.md "The dated record", issue 9). What such a commit writes is
 // leases (and with them first contacts and subscription records): PostgreSQL
 // flushes WAL in order, so it is lost in a crash only when no synchronous
 // commit (a push, an ack) followed it, at most wal_writer_delay x 3 later,

@@ -18,8 +18,8 @@ import (
 //	uvarint length + payload (raw JSON), sealed when frameSealed (seal.go)
 //
 // The payload keeps the exact bytes the producer sent, so a pop writes them
-// into its response without parsing or re-encoding them; docs/benchmarks.md
-// has the measurement against a JSONB column.
+// into its response without parsing or re-encoding them; docs/performance.md
+// ("Other measurements") has the measurement against a JSONB column.
 const (
 	frameHasTrace = 1 << 0
 	frameHasSub   = 1 << 1

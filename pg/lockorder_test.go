@@ -14,7 +14,7 @@ import (
 	"github.com/queengo/queengo/pg"
 )
 
-// The lock order of docs/architecture.md, one rule per test: each holds a
+// The lock order of docs/storage.md, one rule per test: each holds a
 // lock the way one operation does, in a transaction left open, and checks
 // that the other operation does not wait for it (lock_timeout turns a wait
 // into an error) or waits without holding what the first would need next.

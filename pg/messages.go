@@ -165,7 +165,7 @@ SELECT consumer_group FROM locked ORDER BY consumer_group`, partition, off)
 
 var errNothingToRetry = errors.New("nothing to retry")
 
-// Limits of one message list (docs/api.md, "GET /api/v1/messages").
+// Limits of one message list (docs/api-admin.md, "GET /api/v1/messages").
 const (
 	// listPartitionsMax bounds the partitions one list looks at: the most
 	// recently written ones the filter selects.

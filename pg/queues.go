@@ -187,7 +187,7 @@ func (s *Store) LookupPartition(ctx context.Context, queueID uuid.UUID, name str
 func (s *Store) DeleteQueue(ctx context.Context, name string) (bool, error) {
 	var existed bool
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		// queen.delete_queue never waits for a lock (docs/architecture.md,
+		// queen.delete_queue never waits for a lock (docs/storage.md,
 		// "Lock order"); a plain DELETE could close a deadlock cycle.
 		return c.QueryRow(ctx, `SELECT queen.delete_queue($1)`, name).Scan(&existed)
 	})

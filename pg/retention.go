@@ -15,7 +15,7 @@ import (
 )
 
 // The statements of the retention service (sql/functions/retention.sql;
-// docs/architecture.md "Retention and eviction").
+// docs/retention.md "Retention and eviction").
 
 // RetentionConn is a connection of the retention service's own, outside the
 // pool like the listener's (application_name queengo-leader): the leader

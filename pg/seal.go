@@ -13,7 +13,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Encryption at rest (docs/architecture.md, "Sealed payloads"). The payload
+// Encryption at rest (docs/storage.md, "Sealed payloads"). The payload
 // of a frame written for a queue with encryptionEnabled is stored sealed with
 // AES-256-GCM, and its frame carries frameSealed:
 //

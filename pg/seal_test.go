@@ -216,7 +216,7 @@ func TestLoadKeys(t *testing.T) {
 }
 
 // benchPayload is a payload of the benchmarks' size (~100 bytes of JSON,
-// as docs/benchmarks.md's workload).
+// as in docs/performance.md).
 var benchPayload = []byte(`{"orderId":"7f3a2c1e-0b4d-4e5f-8a9b-1c2d3e4f5a6b","total":4200,"currency":"EUR","items":3,"ok":true}`)
 
 func benchFrames(n int) []queengo.Frame {

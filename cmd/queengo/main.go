@@ -51,7 +51,7 @@ const (
 	// batch 100: most of what the broker allocates (request bodies, pop
 	// answers, statement arguments) dies within the request. 400 took the
 	// broker's CPU per message from 15 to 11-12 µs and its peak RSS from 43
-	// to 69 MB (docs/benchmarks.md).
+	// to 69 MB (docs/performance.md "The dated record").
 	gcPercentDefault = 400
 	// memoryLimitDefault is the soft memory limit when GOMEMLIMIT is not
 	// set: past it the collector runs as often as it must, so the higher
@@ -80,7 +80,7 @@ func gcDefaults(getenv func(string) string) {
 // round, and back) and took CPU that the database's backends, which the
 // broker waits for, were short of: one processor consumed and pushed 10-53%
 // more messages a second at batch 1 to 100 and cut the broker's CPU per
-// message by a fifth to a half (docs/benchmarks.md, "2026-12-07, early").
+// message by a fifth to a half (docs/performance.md, "Other measurements").
 // Nothing is known of larger machines, or of a database elsewhere, so they
 // keep the runtime's choice.
 func procsFor(getenv func(string) string, local bool, n int) int {

@@ -69,14 +69,14 @@ func (c *Client) Health(ctx context.Context) error {
 	return c.SendJSON(ctx, http.MethodGet, "/health", nil, nil)
 }
 
-// Configure sets a queue's options with POST /api/v1/configure (api.md
-// 3.1), creating the queue if needed. It is a full replace: options left
+// Configure sets a queue's options with POST /api/v1/configure (docs/api.md
+// "POST /api/v1/configure"), creating the queue if needed. It is a full replace: options left
 // out take their defaults, so options must hold every option wanted.
 func (c *Client) Configure(ctx context.Context, queue string, options map[string]any) error {
 	return c.SendJSON(ctx, http.MethodPost, "/api/v1/configure", map[string]any{"queue": queue, "options": options}, nil)
 }
 
-// DeleteQueue removes a queue and all its data (api.md 7.4). A queue that
+// DeleteQueue removes a queue and all its data (docs/api-admin.md "Resources"). A queue that
 // is not there (404) is no error: it is gone either way.
 func (c *Client) DeleteQueue(ctx context.Context, queue string) error {
 	path := "/api/v1/resources/queues/" + url.PathEscape(queue)
@@ -88,7 +88,7 @@ func (c *Client) DeleteQueue(ctx context.Context, queue string) error {
 	})
 }
 
-// Push sends a push body (api.md 4.1), such as AppendPushBody builds, with
+// Push sends a push body (docs/api.md "POST /api/v1/push"), such as AppendPushBody builds, with
 // POST /api/v1/push, and hands the answer's body (the per-item results) to
 // read, which must not keep it (nil: not read). The broker answers 201; the
 // reference server's 200 is accepted too. Any other status is an
@@ -97,7 +97,7 @@ func (c *Client) Push(ctx context.Context, body []byte, read func(answer []byte)
 	return c.post(ctx, "/api/v1/push", body, read)
 }
 
-// AckBatch sends a batch ack body (api.md 4.4), such as AppendAckBody
+// AckBatch sends a batch ack body (docs/api.md "POST /api/v1/ack/batch"), such as AppendAckBody
 // builds, with POST /api/v1/ack/batch, and hands the answer's body (one
 // result per ack) to read as Push does. 200 and 201 are accepted.
 func (c *Client) AckBatch(ctx context.Context, body []byte, read func(answer []byte) error) error {
@@ -122,7 +122,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, read func(a
 // poll at its timeout, and the answer needs time to arrive.
 const PopMargin = 5 * time.Second
 
-// PopQuery holds the parameters of a pop (docs/api.md, pop-routes.md). Its
+// PopQuery holds the parameters of a pop (docs/api.md, docs/pop-routes.md). Its
 // zero value leaves every parameter to the broker's defaults.
 type PopQuery struct {
 	// Partition, when not empty, pops from that partition only (the

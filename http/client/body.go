@@ -19,7 +19,7 @@ type PushItem struct {
 }
 
 // AppendPushBody appends the push body {"items":[...]} of items, all for
-// queue, to dst (api.md 4.1).
+// queue, to dst (docs/api.md "POST /api/v1/push").
 func AppendPushBody(dst []byte, queue string, items []PushItem) []byte {
 	dst = append(dst, `{"items":[`...)
 	for i, it := range items {
@@ -57,7 +57,7 @@ type Ack struct {
 	LeaseID string
 }
 
-// AppendAckBody appends the batch ack body of api.md 4.4 to dst: every ack
+// AppendAckBody appends the batch ack body of docs/api.md "POST /api/v1/ack/batch" to dst: every ack
 // with status ("completed" or "failed"), for group (empty: queue mode,
 // sent as null).
 func AppendAckBody(dst []byte, group, status string, acks []Ack) []byte {

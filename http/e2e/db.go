@@ -8,7 +8,7 @@ import (
 	"github.com/queengo/queengo/pg/pgtest"
 )
 
-// QueueMode is the reserved group name of queue mode (pop-routes.md).
+// QueueMode is the reserved group name of queue mode (docs/pop-routes.md).
 const QueueMode = "__QUEUE_MODE__"
 
 // QueryInt runs a query on db that returns one integer.

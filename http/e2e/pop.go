@@ -129,7 +129,7 @@ func (s *Server) TryPop(t testing.TB, path string) *PopResult {
 	return r
 }
 
-// Bare204 reports what is wrong with r as the empty pop of pop-routes.md: a
+// Bare204 reports what is wrong with r as the empty pop of docs/pop-routes.md: a
 // 204 with no body and no Content-Type.
 func (r *Response) Bare204() error {
 	if r.Status != 204 {
@@ -215,6 +215,6 @@ func (s *Server) PopUntil(t testing.TB, path string, d, interval time.Duration) 
 	return p
 }
 
-// CreatedAtRE is the createdAt format of pop-routes.md: microseconds and a
+// CreatedAtRE is the createdAt format of docs/pop-routes.md: microseconds and a
 // literal Z.
 var CreatedAtRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)

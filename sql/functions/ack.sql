@@ -375,7 +375,7 @@ $$;
 -- such items, at the cost of a cursor rather than of an item: an ack of
 -- four batch-100 pops cost 0.4 ms of PostgreSQL CPU with its commit instead
 -- of 1.7-2.7 ms, one of ten batch-1 pops 0.46-0.53 ms instead of 0.59-0.61
--- (TestCost, docs/benchmarks.md "2026-12-04, evening"). A row (k, NULL, ...)
+-- (TestCost, docs/performance.md "The dated record": "2026-12-04, evening"). A row (k, NULL, ...)
 -- answers each span that applied.
 --
 -- p_item_txids are the transaction ids of the spans' items, span by span,

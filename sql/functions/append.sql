@@ -38,7 +38,7 @@
 -- claim creating cursors, an ack inserting attempts or dead letters), so
 -- none of those ever waits for a writer; FOR UPDATE would, in whatever
 -- order they meet the rows, and deadlock with the writers' id order
--- (issue 8). Lock order: docs/architecture.md.
+-- (issue 8). Lock order: docs/storage.md.
 CREATE OR REPLACE FUNCTION queen.append_segments(
     p_parts  uuid[],
     p_seg    integer[],
@@ -51,7 +51,7 @@ LANGUAGE plpgsql
 -- tables would otherwise have PL/pgSQL cache plans made for empty tables
 -- (sequential scans) and keep them while the tables grow, until autovacuum
 -- first analyzes them; a sequential scan of the transaction ids per commit
--- cost 30x the commit itself (docs/benchmarks.md).
+-- cost 30x the commit itself (docs/performance.md "The dated record").
 SET enable_seqscan = off
 AS $$
 DECLARE
@@ -125,7 +125,7 @@ BEGIN
     -- One time for every segment of the commit, taken after the locks and
     -- never behind any of their partitions' last write, so createdAt orders
     -- segments within a partition and a push spread over several partitions
-    -- shares one createdAt (pop-routes.md). v_head[k] is the head of
+    -- shares one createdAt (docs/pop-routes.md). v_head[k] is the head of
     -- partition p_parts[k].
     SELECT greatest(clock_timestamp(), max(p.last_write_at)), array_agg(p.head ORDER BY u.k)
       INTO v_ts, v_head
@@ -135,7 +135,7 @@ BEGIN
     -- is one group of a single pass: joining items to segments made the
     -- planner, which expects one row from each, loop over one for every row
     -- of the other, quadratic in a commit spread over many partitions
-    -- (docs/benchmarks.md, "2026-12-07").
+    -- (docs/performance.md "The dated record": "2026-12-07").
     WITH fresh AS (
         SELECT t.ord, t.seg, t.txid, t.msgid, t.frame,
                row_number() OVER w AS rn, sum(length(t.frame)) OVER w AS cum

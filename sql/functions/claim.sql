@@ -75,7 +75,7 @@ DROP FUNCTION IF EXISTS queen.claim_take(uuid[], text, boolean, uuid[], uuid[], 
 -- the first pop of a new group that carries a mode or a time writes the
 -- durable record (D6), even when it contacts no partition. Queue mode has
 -- none. In (queue id, group) order; a round inserts records before cursors
--- (lock order: docs/architecture.md).
+-- (lock order: docs/storage.md).
 CREATE OR REPLACE FUNCTION queen.claim_subscribe(p_queue_ids uuid[], p_groups text[], p_sub_modes text[],
                                                  p_sub_froms timestamptz[])
 RETURNS void

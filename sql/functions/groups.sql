@@ -1,4 +1,4 @@
--- groups.sql: consumer-group admin (docs/api.md, "Consumer groups"). How the
+-- groups.sql: consumer-group admin (docs/api-admin.md, "Consumer groups"). How the
 -- files of sql/functions are applied: sql/sql.go.
 --
 -- Every figure is cursor and segment arithmetic. Per (partition, group) the
@@ -170,7 +170,7 @@ $$;
 -- neither a cursor nor a record there) when nothing was done; queues and
 -- partitions name the cursors deleted, in partition id order.
 --
--- Locks (docs/architecture.md, "Lock order"): the subscription records
+-- Locks (docs/storage.md, "Lock order"): the subscription records
 -- first, as a claim round writes them before cursors; then the cursor rows
 -- FOR UPDATE in (partition, group) order, as acks take them; under them the
 -- attempts rows, which are only written under their cursor's lock, and the

@@ -6,7 +6,7 @@ DROP FUNCTION IF EXISTS queen.partition_figures(uuid[]);
 
 -- partition_figures returns, per partition of p_pids (every partition when
 -- NULL), its message figures,
--- by arithmetic on offsets, never by reading frames (docs/api.md,
+-- by arithmetic on offsets, never by reading frames (docs/api-admin.md,
 -- "Resources"):
 --
 --   base       the offset before the oldest retained one (its first

@@ -1,7 +1,7 @@
 -- retention.sql: the data lifecycle (D9): segment retention, maxWaitTimeSeconds
 -- eviction, idle-partition cleanup. The broker's retention service calls these
--- in short transactions of bounded size (docs/architecture.md "Retention and
--- eviction"); lock order: docs/architecture.md "Lock order". How the files of
+-- in short transactions of bounded size (docs/retention.md "Retention and
+-- eviction"); lock order: docs/storage.md "Lock order". How the files of
 -- sql/functions are applied: sql/sql.go (this one needs frame_at, ack.sql, and
 -- seed_offset, claim.sql).
 
@@ -106,7 +106,7 @@ $$;
 -- until it has one nothing is dropped for completion. The groups of each
 -- queue are counted once per call.
 --
--- Locks (docs/architecture.md "Lock order"): per partition, its row FOR KEY
+-- Locks (docs/storage.md "Lock order"): per partition, its row FOR KEY
 -- SHARE SKIP LOCKED (a partition being deleted, with its queue or as idle,
 -- is skipped; writers are not blocked), then its cursor rows FOR UPDATE in
 -- group order, so no ack or claim sees a cursor pointing into segments
@@ -325,7 +325,7 @@ $$;
 -- is how many leading targets are finished; evicted counts dead letters
 -- written.
 --
--- Locks (docs/architecture.md "Lock order"), per target in (partition,
+-- Locks (docs/storage.md "Lock order"), per target in (partition,
 -- group) order, as queen.ack takes them: the queue-mode cursor it inserts
 -- for a partition without any (key share on the partition), the cursor row
 -- FOR UPDATE; under it the dead letters it inserts (key share on the

@@ -1,5 +1,5 @@
 -- status.sql: the figures of the status routes and of the metrics collector
--- (actors/collector.go; docs/api.md "Status, analytics and metrics"). Every
+-- (actors/collector.go; docs/api-admin.md "Status, analytics and metrics"). Every
 -- figure is cursor and segment arithmetic: an aggregate over partition and
 -- cursor rows, at most two primary-key probes of queen.segments per
 -- partition, and, only when the partitions have any, a probe per cursor of
@@ -7,7 +7,7 @@
 -- Read-only. How the files of sql/functions are applied: sql/sql.go (this
 -- one needs queen.tombstones, migration 004).
 --
--- The definitions are the resource routes' (docs/api.md "Resources"). Per
+-- The definitions are the resource routes' (docs/api-admin.md "Resources"). Per
 -- (partition, group), with base the oldest retained offset minus one (head
 -- when the partition holds no segment), committed taken no lower than base,
 -- and a live lease one with lease_id set and lease_expires_at in the future:

@@ -1,4 +1,4 @@
--- traces.sql: message traces (shared/spec/api.md §4.7; tables in migration
+-- traces.sql: message traces (docs/api.md "Traces"; tables in migration
 -- 006). How the files of sql/functions are applied: sql/sql.go.
 
 -- record_trace records a trace event for the message (p_partition, p_txid)

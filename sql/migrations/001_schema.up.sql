@@ -1,4 +1,4 @@
--- 001: the storage model of pop-routes.md: per partition an append-only log of
+-- 001: the storage model of docs/storage.md: per partition an append-only log of
 -- segments (many frames per row), a transaction-id index for dedupe and ack
 -- resolution, and a cursor per (partition, consumer group) carrying the lease
 -- on the span (committed, lease_end].
@@ -6,7 +6,7 @@ CREATE SCHEMA IF NOT EXISTS queen;
 
 -- Column names are the reference server's: operators and tests query them.
 -- The defaults are what an implicitly created queue gets (lease_time 60,
--- pop-routes.md); configure writes every column explicitly.
+-- docs/pop-routes.md); configure writes every column explicitly.
 CREATE TABLE queen.queues (
     id                          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     name                        text NOT NULL UNIQUE,
@@ -35,7 +35,7 @@ CREATE INDEX queues_namespace_task ON queen.queues (namespace, task);
 
 -- head is the last offset assigned (0: empty); offsets start at 1. The row is
 -- the serialisation point for writers: append_segments locks it (FOR NO KEY
--- UPDATE, docs/architecture.md "Lock order").
+-- UPDATE, docs/storage.md "Lock order").
 CREATE TABLE queen.partitions (
     id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     queue_id      uuid NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
@@ -52,7 +52,7 @@ CREATE TABLE queen.partitions (
 -- without parsing them. EXTERNAL storage: pglz would spend CPU on every insert
 -- and every pop for little gain on small JSON frames, and uncompressed
 -- out-of-line values let substring() fetch only the chunks a span needs
--- (docs/benchmarks.md).
+-- (docs/performance.md, "Other measurements").
 CREATE TABLE queen.segments (
     partition_id uuid NOT NULL,
     first_offset bigint NOT NULL,

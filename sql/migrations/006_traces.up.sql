@@ -1,4 +1,4 @@
--- 006: message traces (POST /api/v1/traces, shared/spec/api.md §4.7). A
+-- 006: message traces (POST /api/v1/traces, docs/api.md "Traces"). A
 -- trace names its message by (partition_id, transaction_id), the key every
 -- client holds. All three tables hang off the partition (ON DELETE CASCADE):
 -- traces go with their partition (a queue delete, an idle-partition

@@ -9,7 +9,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// GroupStore is what the consumer-group admin routes (shared/spec/api.md §6) need of the store.
+// GroupStore is what the consumer-group admin routes (docs/api-admin.md "Consumer groups") need of the store.
 type GroupStore interface {
 	ListGroups(ctx context.Context, limit, offset int) ([]queengo.GroupSummary, error)
 	LaggingGroups(ctx context.Context, minLag time.Duration, limit, offset int) ([]queengo.GroupPartition, error)

@@ -9,7 +9,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// ResourceStore is what the resource and message routes (shared/spec/api.md §7.2-7.4, §8) need of the store.
+// ResourceStore is what the resource and message routes (docs/api-admin.md "Resources" and "Messages") need of the store.
 type ResourceStore interface {
 	Overview(ctx context.Context) (queengo.Overview, error)
 	ListQueues(ctx context.Context, f queengo.ResourceFilter) ([]queengo.QueueSummary, int, error)

@@ -9,7 +9,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// StatusStore is what the status and analytics routes and the metrics collector (shared/spec/api.md §2, §7.5) need of the store.
+// StatusStore is what the status and analytics routes and the metrics collector (docs/api-admin.md "Status, analytics and metrics") need of the store.
 type StatusStore interface {
 	// AllQueueFigures returns the figures of every queue (the collector's
 	// tick).

@@ -11,7 +11,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// TraceStore is what the trace routes (shared/spec/api.md §4.7) need of the store.
+// TraceStore is what the trace routes (docs/api.md "Traces") need of the store.
 type TraceStore interface {
 	RecordTrace(ctx context.Context, t queengo.NewTrace) (uuid.UUID, error)
 	MessageTraces(ctx context.Context, partition uuid.UUID, txid string, limit, offset int) ([]queengo.Trace, error)

@@ -32,16 +32,16 @@ const (
 	// HostDefault listens on every interface, as the reference server does.
 	HostDefault = "0.0.0.0"
 	// PoolSizeDefault: on a 2-core machine about 20 connections keep
-	// PostgreSQL busy; more only add contention (docs/benchmarks.md).
+	// PostgreSQL busy; more only add contention (docs/performance.md "The dated record").
 	PoolSizeDefault = 20
 	// PopTimeoutDefault is the long-poll deadline when neither
-	// DEFAULT_TIMEOUT nor POP_DEFAULT_TIMEOUT_MS is set (pop-routes.md).
+	// DEFAULT_TIMEOUT nor POP_DEFAULT_TIMEOUT_MS is set (docs/pop-routes.md).
 	PopTimeoutDefault = 30 * time.Second
-	// PopBatchDefault is the batch of a pop that sends none (pop-routes.md).
+	// PopBatchDefault is the batch of a pop that sends none (docs/pop-routes.md).
 	PopBatchDefault = 1
 	// PopWaitInitialDefault, PopWaitThresholdDefault, PopWaitMultiplierDefault
 	// and PopWaitMaxDefault are the long-poll re-check backoff of
-	// pop-routes.md.
+	// docs/pop-routes.md.
 	PopWaitInitialDefault    = 100 * time.Millisecond
 	PopWaitThresholdDefault  = 3
 	PopWaitMultiplierDefault = 2.0
@@ -62,7 +62,7 @@ const (
 	ReadTimeoutDefault = 30 * time.Second
 	// RetentionIntervalDefault, EvictionIntervalDefault,
 	// RetentionBatchSizeDefault and PartitionCleanupDaysDefault are the
-	// reference server's (semantics ).
+	// reference server's (docs/rules.md ).
 	RetentionIntervalDefault    = jobs.RetentionIntervalDefault
 	EvictionIntervalDefault     = jobs.EvictionIntervalDefault
 	RetentionBatchSizeDefault   = jobs.RetentionBatchSizeDefault
@@ -123,7 +123,7 @@ type Config struct {
 	// service drops segments (and idle partitions) and evicts messages past
 	// maxWaitTimeSeconds; RetentionBatchSize caps the messages of one of
 	// its transactions; a partition without segments and idle for
-	// PartitionCleanupDays days is removed (docs/architecture.md
+	// PartitionCleanupDays days is removed (docs/retention.md
 	// "Retention and eviction").
 	RetentionInterval    time.Duration
 	EvictionInterval     time.Duration

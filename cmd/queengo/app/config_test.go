@@ -11,7 +11,7 @@ import (
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
 // TestConfig_TimeoutPrecedence: DEFAULT_TIMEOUT, else POP_DEFAULT_TIMEOUT_MS,
-// else 30000; DEFAULT_TIMEOUT wins when both are set (pop-routes.md).
+// else 30000; DEFAULT_TIMEOUT wins when both are set (docs/pop-routes.md).
 func TestConfig_TimeoutPrecedence(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

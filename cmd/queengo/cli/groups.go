@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// groupPage is the largest page of the consumer-group lists (docs/api.md
+// groupPage is the largest page of the consumer-group lists (docs/api-admin.md
 // "Consumer groups": limit 1 to 10000).
 const groupPage = 10000
 

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// listPage is the largest page of the resource lists (docs/api.md
+// listPage is the largest page of the resource lists (docs/api-admin.md
 // "Resources": limit 1 to 1000): fewest requests for a whole list.
 const listPage = 1000
 

@@ -28,7 +28,7 @@ const TailIntervalDefault = time.Second
 // missed, which tail accepts for reading nothing but the messages list.
 const tailOverlap = 2 * time.Second
 
-// messagePage is the messages list's largest page (docs/api.md "Messages").
+// messagePage is the messages list's largest page (docs/api-admin.md "Messages").
 const messagePage = 1000
 
 // messagePartitionsMax is how many partitions the messages list looks at

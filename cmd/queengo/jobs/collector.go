@@ -26,7 +26,7 @@ const (
 	// minute (METRICS_AGGREGATE_INTERVAL_S 60); queengo writes every
 	// sample. A tick at 1,000 queues x 10 partitions x 3 groups, every
 	// queue with a backlog, took about 300 ms of one database connection
-	// on the 2-core development box (docs/architecture.md "Metrics
+	// on the 2-core development box (docs/admin-internals.md "Metrics
 	// collector"): at 30 s that is about 0.5% of the database's two cores,
 	// within the 1% budget, where 10 s would pass it; the dashboards still
 	// get two points a minute and the per-minute rates three samples.
@@ -89,7 +89,7 @@ type CollectorStore interface {
 // queue (one aggregate statement over partition and cursor rows) and this
 // process's own figures, and writes them to queen.metrics_samples in one
 // transaction on a pooled connection: the process row always, the queue
-// rows when it is the tick's leader (docs/architecture.md "Metrics
+// rows when it is the tick's leader (docs/admin-internals.md "Metrics
 // collector"). It keeps the last minute of queue figures in memory for
 // /metrics/prometheus. Nothing of it runs on the push or pop path.
 type Collector struct {

@@ -11,7 +11,7 @@ import (
 
 // shared holds one broker-wide read that is costly at scale and that
 // dashboards poll: it sums every partition and cursor (50-120 ms of
-// PostgreSQL at 10,000 partitions and 30,000 cursors, docs/benchmarks.md).
+// PostgreSQL at 10,000 partitions and 30,000 cursors, docs/performance.md "The dated record").
 // The broker computes it at most once per fresh however many clients read
 // it, the way the reference's stats roll-up does (its answers carry
 // statsAge):

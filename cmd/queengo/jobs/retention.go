@@ -15,7 +15,7 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// Defaults of RetentionConfig, the reference server's (semantics,
+// Defaults of RetentionConfig, the reference server's (docs/rules.md,
 //
 const (
 	// RetentionIntervalDefault is RETENTION_INTERVAL: segment retention and
@@ -85,7 +85,7 @@ const (
 // Retention is the data-lifecycle service (D9): it drops expired and
 // completed segments, evicts messages that waited past maxWaitTimeSeconds
 // into the dead-letter queue, removes idle partitions, and keeps the
-// oldest-message-age gauges (docs/architecture.md "Retention and eviction").
+// oldest-message-age gauges (docs/retention.md "Retention and eviction").
 //
 // Each run works through bounded batches until its work is done or half its
 // interval has passed, whichever comes first, so its cost per interval is
@@ -162,7 +162,7 @@ type job struct {
 }
 
 // loop runs each job at once and then at its interval, measured from the
-// start of each of its runs (semantics R-1). Jobs due together run one after
+// start of each of its runs (docs/rules.md R-1). Jobs due together run one after
 // the other, retention first: a long retention run delays this process's
 // eviction, as in the reference server, where the two never overlap.
 func (r *Retention) loop() {

@@ -36,7 +36,7 @@ const (
 	// MaxBatchDefault caps the records of one replay commit. With
 	// the default tick the cap is 40,000 msg/s, above the 26,000 msg/s one
 	// replay commit at a time reached uncapped on the 2-core bench box
-	// (docs/benchmarks.md): by default replay runs as fast as PostgreSQL
+	// (docs/performance.md "The dated record"): by default replay runs as fast as PostgreSQL
 	// commits it, because new pushes queue behind a pending buffer and a
 	// slow replay would keep it from draining under load. Lower it (or
 	// raise the tick) to leave PostgreSQL room for live work instead.

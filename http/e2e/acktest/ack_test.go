@@ -12,7 +12,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// A-3, api.md 4.3: a single ack answers 200 with an array of one element
+// A-3, docs/api.md "POST /api/v1/ack": a single ack answers 200 with an array of one element
 // carrying index, transactionId, success, error, queueName, partitionName,
 // leaseReleased and dlq.
 func TestA3_SingleAckAnswersOneElementArray(t *testing.T) {
@@ -51,7 +51,7 @@ func TestA3_SingleAckAnswersOneElementArray(t *testing.T) {
 	}
 }
 
-// A-1 and api.md 4.3: consumerGroup missing or null means queue mode.
+// A-1 and docs/api.md "POST /api/v1/ack": consumerGroup missing or null means queue mode.
 func TestA1_MissingOrNullGroupIsQueueMode(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
@@ -129,7 +129,7 @@ func TestA2_BatchBodyGroupAppliesToEveryItem(t *testing.T) {
 	}
 }
 
-// A-3 and api.md 4.4: a batch answers one element per ack in request order
+// A-3 and docs/api.md "POST /api/v1/ack/batch": a batch answers one element per ack in request order
 // (index and transactionId follow the request), per-item failures inside a
 // 200; the lease ends with the ack that resolves the last offset of the span.
 func TestA3_BatchResultsInRequestOrder(t *testing.T) {
@@ -239,7 +239,7 @@ func TestA6_SuccessAndMissingStatusAreCompleted(t *testing.T) {
 	}
 }
 
-// api.md 4.3/4.4 and the target behaviour: malformed requests are
+// docs/api.md "POST /api/v1/ack" and "POST /api/v1/ack/batch": malformed requests are
 // 400 {"error":...} for the whole request, and nothing is applied.
 func TestA1_MalformedAckIs400(t *testing.T) {
 	t.Parallel()
@@ -299,7 +299,7 @@ func TestA1_MalformedAckIs400(t *testing.T) {
 	}
 }
 
-// api.md target behaviour: an empty acknowledgments array answers 200 [] at
+// docs/api.md "POST /api/v1/ack/batch": an empty acknowledgments array answers 200 [] at
 // once.
 func TestA2_EmptyBatchAnswersEmptyArray(t *testing.T) {
 	t.Parallel()

@@ -269,7 +269,7 @@ func TestD3_DlqStatusDeadLettersAtOnce(t *testing.T) {
 	}
 }
 
-// api.md 4.3 (failed beyond retryLimit): without an error text the dead
+// docs/api.md "POST /api/v1/ack" (failed beyond retryLimit): without an error text the dead
 // letter says "Retries exhausted".
 func TestA10_DeadLetterWithoutErrorTextSaysRetriesExhausted(t *testing.T) {
 	t.Parallel()

@@ -88,9 +88,9 @@ func TestD4_LeaseExpiryNeverConsumesBudget(t *testing.T) {
 	}
 }
 
-// D5 and api.md 7.1: a dead letter keeps a copy of the frame (payload,
+// D5 and docs/api.md "Dead letters": a dead letter keeps a copy of the frame (payload,
 // transactionId, the message's original createdAt), the group and the error
-// text, with the fields of api.md 7.1, and outlives the segment that held
+// text, with the fields of docs/api.md "Dead letters", and outlives the segment that held
 // the frame.
 func TestD5_DeadLetterKeepsFrameCopy(t *testing.T) {
 	t.Parallel()

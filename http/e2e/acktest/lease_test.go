@@ -12,7 +12,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// extendRes is one element of a lease extend answer (api.md 4.6, L-3).
+// extendRes is one element of a lease extend answer (docs/api.md "POST /api/v1/lease/:leaseId/extend", L-3).
 type extendRes struct {
 	Index     int     `json:"index"`
 	LeaseID   string  `json:"leaseId"`

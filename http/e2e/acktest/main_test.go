@@ -1,6 +1,6 @@
 // Package acktest holds the black-box HTTP tests of acknowledgement, batch
 // ack, lease extension, transactions, dead letters and the per-message route
-// (shared/spec/api.md 4.3 to 4.6, 7.1, 7.3; semantics.md D2 to D7, D10 and
+// (docs/api.md "POST /api/v1/ack" to "POST /api/v1/lease/:leaseId/extend" and "Dead letters", docs/api-admin.md "Messages"; docs/rules.md D2 to D7, D10 and
 // the A-*, L-*, X-*, D-* rules; issue 4). Every test is named after the rule
 // it checks; where a D decision changes a reference rule, the test follows
 // the decision.
@@ -56,7 +56,7 @@ func failures(t testing.TB, partitionID, group string, off int64) int {
 
 // ---------------------------------------------------------------- DLQ
 
-// dlqEntry is one element of GET /api/v1/dlq (api.md 7.1).
+// dlqEntry is one element of GET /api/v1/dlq (docs/api.md "Dead letters").
 type dlqEntry struct {
 	ID            string          `json:"id"`
 	TransactionID string          `json:"transactionId"`

@@ -11,7 +11,7 @@ import (
 )
 
 // messageView is the answer of GET /api/v1/messages/:partitionId/:transactionId
-// (api.md 7.3, D10).
+// (docs/api-admin.md "Messages", D10).
 type messageView struct {
 	ID             string          `json:"id"`
 	TransactionID  string          `json:"transactionId"`
@@ -51,7 +51,7 @@ func (v messageView) groupState(group string) (string, int) {
 	return "", 0
 }
 
-// D10 and api.md 7.3: the per-message route shows the payload, createdAt,
+// D10 and docs/api-admin.md "Messages": the per-message route shows the payload, createdAt,
 // the status per group (completed at or below committed, processing inside
 // a live lease, dead_letter, else pending) and the attempt counts; an unknown
 // message is 404 {"error":"Message not found"}.

@@ -11,7 +11,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// txAnswer is the answer of POST /api/v1/transaction (api.md 4.5).
+// txAnswer is the answer of POST /api/v1/transaction (docs/api.md "POST /api/v1/transaction").
 type txAnswer struct {
 	TransactionID *string    `json:"transactionId"`
 	Success       bool       `json:"success"`
@@ -75,7 +75,7 @@ func ackOp(m e2e.Message, status, group string) map[string]any {
 	return op
 }
 
-// D7, X-1, X-2 and api.md 4.5: pushes and acks commit together; the answer
+// D7, X-1, X-2 and docs/api.md "POST /api/v1/transaction": pushes and acks commit together; the answer
 // is {transactionId, success:true, results[]} with one result per ack and
 // per push item, in order; the pushed messages are poppable, the ack moved
 // the cursor.

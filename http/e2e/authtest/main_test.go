@@ -1,5 +1,5 @@
 // Package authtest holds the black-box tests of JWT authentication and
-// access levels (shared/spec/api.md §1.2 and the Auth column of §0; issue
+// access levels (docs/api.md "Authentication": tokens, roles and each route's level; issue
 // 11): brokers started with JWT_ENABLED=true and HS256, RS256 and EdDSA
 // tokens minted here, sent as the Queen SDKs send them, `Authorization:
 // Bearer <token>`. Every test is named after the rule it checks.

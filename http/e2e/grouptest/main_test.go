@@ -1,5 +1,5 @@
 // Package grouptest checks the consumer-group admin routes black-box
-// (docs/api.md, "Consumer groups"; shared/spec/api.md §6): the list, the
+// (docs/api-admin.md, "Consumer groups"): the list, the
 // lagging cursors, one group, delete (with and without its subscription
 // record, on every queue or one), seek to the end or to a time (replay),
 // the partition seek and the statistics report, through the requests the

@@ -1,5 +1,5 @@
 // Package messagetest holds the black-box HTTP tests of the message routes
-// (shared/spec/api.md 7.2, 7.3, and the routes of section 8 the SDKs call):
+// (docs/api-admin.md "Messages", including the routes the SDKs call that the reference lacks):
 // the message list with its per-group statuses (D10), delete as a tombstone
 // (skipped at delivery, resolved for every group), retry and move to the
 // dead-letter queue.

@@ -331,7 +331,7 @@ func TestRetryMessage_NotRetryable409Unknown404(t *testing.T) {
 
 // A message acked inside its group's live lease, past an offset still
 // leased, counts as completed in the queue's figures and not as failed,
-// though it failed once before (docs/api.md: failed is a part of pending +
+// though it failed once before (docs/api-admin.md "Resources": failed is a part of pending +
 // processing). The message view says processing until the lease ends (D10,
 // TestD10_AckBeyondPrefixIsNotCompleted).
 func TestFigures_AckedInsideALiveLeaseIsNotFailed(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package poptest holds the black-box HTTP tests of the three pop routes
-// (shared/spec/pop-routes.md, api.md 4.2 and 5, semantics.md D1, D2, D6,
+// (docs/pop-routes.md, docs/api.md "Pop maintenance", docs/rules.md D1, D2, D6,
 // D11, D12 and the O-* rules). Every test is named after the rule it checks.
 //
 // Most tests share one lazily started broker on the package database; tests

@@ -22,7 +22,7 @@ func sameKeys(got map[string]any, want []string) bool {
 }
 
 // TestPop_ResponseShape: a 200 carries exactly the top-level fields of
-// pop-routes.md and, per message, exactly its per-message fields: no offset,
+// docs/pop-routes.md and, per message, exactly its per-message fields: no offset,
 // attempt count, lease expiry, queue, headers or status. The same on all
 // three routes.
 func TestPop_ResponseShape(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // and more were seen).
 const atOnce = 4 * time.Second
 
-// Backoff settings of the broker the backoff tests use (pop-routes.md
+// Backoff settings of the broker the backoff tests use (docs/pop-routes.md
 // "Long polling"); the same broker carries the timeout precedence case
 // "both set".
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // configureDefaults is the options object of a configure that sets nothing
-// (api.md section 3, plus minPopWaitTime of the preface).
+// (docs/api.md "POST /api/v1/configure").
 func configureDefaults() map[string]any {
 	return map[string]any{
 		"priority": 0.0, "leaseTime": 300.0, "retryLimit": 3.0, "retryDelay": 1000.0, "maxSize": 0.0,
@@ -26,7 +26,7 @@ func defaultRow() e2e.QueueRow {
 }
 
 // implicitRow is the queen.queues row of a queue a push created (column
-// defaults; lease_time 60 per the preface of api.md).
+// defaults; lease_time 60 per docs/api.md "POST /api/v1/configure").
 func implicitRow(ns, task string) e2e.QueueRow {
 	return e2e.QueueRow{Namespace: ns, Task: task, LeaseTime: 60, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
 }
@@ -105,7 +105,7 @@ func TestQ5_ConfigureAllOptionsStored(t *testing.T) {
 	}
 }
 
-// Preface of api.md: minPopWaitTime is in ms, 0 by default, clamped to 60000.
+// docs/api.md "POST /api/v1/configure": minPopWaitTime is in ms, 0 by default, clamped to 60000.
 func TestConfigure_MinPopWaitTimeClamp(t *testing.T) {
 	t.Parallel()
 	s := shared(t)

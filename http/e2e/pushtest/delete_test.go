@@ -77,7 +77,7 @@ func fill(t testing.TB, s *e2e.Server, q string) (queueID string) {
 	return queueID
 }
 
-// api.md 7.4, Q-10: DELETE /api/v1/resources/queues/:queue answers
+// docs/api-admin.md "Resources", Q-10: DELETE /api/v1/resources/queues/:queue answers
 // {"deleted":true,"queue":q,"existed":true} and removes the queue with its
 // partitions, segments, txids and cursors; an unknown queue answers
 // existed:false; a push afterwards recreates the queue from scratch.
@@ -133,7 +133,7 @@ func TestQ10_DeleteQueueCascades(t *testing.T) {
 	}
 }
 
-// api.md 7.4: deleting a queue that never existed answers existed:false and
+// docs/api-admin.md "Resources": deleting a queue that never existed answers existed:false and
 // creates nothing.
 func TestQ10_DeleteUnknownQueue(t *testing.T) {
 	t.Parallel()

@@ -32,7 +32,7 @@ func health(t testing.TB, s *e2e.Server) (int, map[string]any) {
 	return r.Status, m
 }
 
-// api.md section 2: GET /health answers 200 healthy/connected while the
+// docs/api.md "GET /health": GET /health answers 200 healthy/connected while the
 // database answers.
 func TestHealth_Healthy(t *testing.T) {
 	t.Parallel()
@@ -43,7 +43,7 @@ func TestHealth_Healthy(t *testing.T) {
 	}
 }
 
-// api.md section 2: /health answers 503 unhealthy/disconnected while the
+// docs/api.md "GET /health": /health answers 503 unhealthy/disconnected while the
 // database cannot be reached, the broker keeps running, and it is healthy
 // again once the database is back. The database is reached through a TCP
 // proxy the test cuts.

@@ -193,7 +193,7 @@ func TestU8_TraceIDRoundTrip(t *testing.T) {
 	}
 }
 
-// pop-routes.md, U-10: messages written by one push to one partition share
+// docs/pop-routes.md, U-10: messages written by one push to one partition share
 // createdAt (the segment's time), formatted with microseconds and a literal
 // Z, in UTC; a later push's createdAt is not earlier.
 func TestCreatedAt_SharedPerPushAndFormat(t *testing.T) {
@@ -240,7 +240,7 @@ func TestCreatedAt_SharedPerPushAndFormat(t *testing.T) {
 	}
 }
 
-// Preface of api.md: every allowed name character works, and names of
+// docs/api.md conventions: every allowed name character works, and names of
 // exactly 255 bytes are accepted for queue and partition.
 func TestNames_AllowedCharactersAndMaxLength(t *testing.T) {
 	t.Parallel()

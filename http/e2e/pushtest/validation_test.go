@@ -8,7 +8,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// U-1, U-8 and the preface of api.md: every bad push is a 400
+// U-1, U-8 and docs/api.md "POST /api/v1/push": every bad push is a 400
 // {"error":"..."} for the whole request, and the database is unchanged:
 // neither the queues the good items of the request name nor an existing
 // queue it also writes to gain a row (queues, partitions, segments, txids).

@@ -1,5 +1,5 @@
 // Package resourcetest holds the black-box HTTP tests of the resource routes
-// (shared/spec/api.md 7.4 and the routes of section 8 the SDKs call: the
+// (docs/api-admin.md "Resources", including the routes the SDKs call that the reference lacks: the
 // partition list and the queue clear): overview, queues, one queue,
 // namespaces, tasks, partitions, their figures, filters, pagination and
 // errors.

@@ -7,7 +7,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// maxSize (api.md): a push that would take a queue past maxSize unconsumed
+// maxSize (docs/api.md "POST /api/v1/configure"): a push that would take a queue past maxSize unconsumed
 // messages, counted past its slowest group's committed offset, is refused
 // item by item (status failed, a clear error); the request's other items,
 // here one for another queue, are unaffected; consuming makes room.
@@ -52,7 +52,7 @@ func TestMaxSize_RefusesItemsPastTheSlowestGroup(t *testing.T) {
 	}
 }
 
-// maxSize (api.md): a push whose every item a full queue refuses answers 409
+// maxSize (docs/api.md "POST /api/v1/configure"): a push whose every item a full queue refuses answers 409
 // with the per-item array, not a 500 the SDKs would retry as a server fault;
 // nothing of it is stored.
 func TestMaxSize_PushRefusedWhollyAnswers409(t *testing.T) {

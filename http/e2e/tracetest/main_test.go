@@ -1,5 +1,5 @@
 // Package tracetest holds the black-box HTTP tests of message traces
-// (shared/spec/api.md §4.7, semantics.md §12 Tracing; issue 12): recording
+// (docs/api.md "Traces"; issue 12): recording
 // a trace for a stored message, reading a message's traces, the traces of a
 // name with their messages' payloads, the names list with its counts, the
 // defaults, the 400s and 404s, pagination, and traces going with their

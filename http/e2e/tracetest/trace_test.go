@@ -12,7 +12,7 @@ import (
 	"github.com/queengo/queengo/http/e2e"
 )
 
-// The round trip of api.md §4.7: push, pop, record traces with names from
+// The round trip of docs/api.md "Traces": push, pop, record traces with names from
 // the consumer, read them by message (oldest first, names sorted), by name
 // (newest first, with queue, partition and the message's payload) and in the
 // names list (trace and message counts, last seen).
@@ -90,7 +90,7 @@ func TestTraces_RoundTrip(t *testing.T) {
 
 func sorted(v ...string) []string { return slices.Sorted(slices.Values(v)) }
 
-// api.md §4.7: consumerGroup defaults to __QUEUE_MODE__ and eventType to
+// docs/api.md "Traces": consumerGroup defaults to __QUEUE_MODE__ and eventType to
 // info (null and "" alike); traceNames may be null, one string or an array;
 // data may be any JSON, null included, and is returned compacted.
 func TestTraces_Defaults(t *testing.T) {
@@ -195,7 +195,7 @@ func TestTraces_BadRequests(t *testing.T) {
 }
 
 // A trace of a message that is not stored is 404 {"error":"Message not
-// found"} (the reference's 500 with success:false, api.md top section); a
+// found"} (the reference's 500 with success:false, docs/api.md "Traces"); a
 // message without traces, or unknown, reads as {"traces":[]}, what the
 // SDKs expect.
 func TestTraces_UnknownMessage(t *testing.T) {
@@ -284,7 +284,7 @@ func TestTraces_Pagination(t *testing.T) {
 	}
 }
 
-// Traces go with their partition (semantics.md §12), so deleting the queue
+// Traces go with their partition (docs/api.md "Traces"), so deleting the queue
 // removes its traces, their names and their counts.
 func TestTraces_DeletedQueueTakesTraces(t *testing.T) {
 	t.Parallel()
