@@ -1,117 +1,29 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queengo/queengo/http/e2e"
 )
 
-// smokeBroker is a queengo process on a scratch database.
+// smokeBroker is a queengo broker on a scratch database.
 type smokeBroker struct {
 	url   string // http://127.0.0.1:<port>
 	dbURL string
-	cmd   *exec.Cmd
-	log   *bytes.Buffer
 }
 
-// startSmokeBroker builds the broker (../cmd/queengo), creates a scratch
-// database, starts the broker on a free port and waits for /health. Cleanup
-// stops it with SIGTERM and drops the database.
+// startSmokeBroker starts a broker in the test process (the broker
+// module's black-box harness, package e2e) on a database of the test's own;
+// both go when the test ends.
 func startSmokeBroker(t *testing.T) *smokeBroker {
 	t.Helper()
-	if _, err := exec.LookPath("psql"); err != nil {
-		t.Fatalf("the smoke test needs psql: %v", err)
-	}
-	// The test runs in bench/, a module of its own; the broker is built in
-	// the parent directory, its module, with the broker's own go.mod.
-	bin := filepath.Join(t.TempDir(), "queengo")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/queengo")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("error building ../cmd/queengo: %v\n%s", err, out)
-	}
-
-	admin := os.Getenv("QUEENGO_TEST_DATABASE_URL")
-	if admin == "" {
-		admin = "postgres://postgres@127.0.0.1:5432/postgres"
-	}
-	adminPG := &PG{URL: admin}
-	db := "bench_smoke_" + runID()
-	ctx := context.Background()
-	if _, err := adminPG.Query(ctx, "CREATE DATABASE "+quoteIdent(db)); err != nil {
-		t.Fatalf("error creating scratch database (QUEENGO_TEST_DATABASE_URL=%s): %v", admin, err)
-	}
-	t.Cleanup(func() {
-		if _, err := adminPG.Query(context.Background(), "DROP DATABASE IF EXISTS "+quoteIdent(db)+" WITH (FORCE)"); err != nil {
-			t.Errorf("error dropping scratch database %s: %v", db, err)
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatalf("error parsing %s: %v", admin, err)
-	}
-	u.Path = "/" + db
-	port := freePort(t)
-	b := &smokeBroker{url: fmt.Sprintf("http://127.0.0.1:%d", port), dbURL: u.String(), log: &bytes.Buffer{}}
-	b.cmd = exec.Command(bin)
-	b.cmd.Env = append(os.Environ(), "DATABASE_URL="+b.dbURL, fmt.Sprintf("PORT=%d", port),
-		"DB_POOL_SIZE=8", "LOG_LEVEL=warn", "FILE_BUFFER_DIR=off")
-	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
-	if err := b.cmd.Start(); err != nil {
-		t.Fatalf("error starting the broker: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- b.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = b.cmd.Process.Kill()
-			<-exited
-			t.Errorf("broker did not stop within 10s of SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("broker output:\n%s", b.log.String())
-		}
-	})
-	c, err := NewQueenClient(b.url, 2, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Health() != nil {
-		select {
-		case err := <-exited:
-			t.Fatalf("broker exited before it was healthy: %v\n%s", err, b.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker not healthy after 30s\n%s", b.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return b
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	db := e2e.CreateDB(t, "bench_smoke")
+	s := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=8"}})
+	return &smokeBroker{url: s.URL, dbURL: db.URL}
 }
 
 // smokeEnv is the environment the CLI would build for the broker b.
@@ -131,11 +43,11 @@ func smokeEnv(t *testing.T, b *smokeBroker) *Env {
 }
 
 // TestSmoke runs the push and consume scenarios for a second or two against
-// a freshly built broker through the same code the CLI runs, and checks
-// only that they ran and counted messages.
+// a broker in the test process through the same code the CLI runs, and
+// checks only that they ran and counted messages.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs PostgreSQL and builds the broker")
+		t.Skip("needs PostgreSQL")
 	}
 	b := startSmokeBroker(t)
 	env := smokeEnv(t, b)
