@@ -158,7 +158,7 @@ func TestCLI_PushExitCodes(t *testing.T) {
 func TestCLI_ExitCodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	gone := &bundle{s: &e2e.Server{URL: "http://127.0.0.1:" + strconv.Itoa(e2e.FreePort(t))}}
+	gone := &bundle{s: &e2e.Server{URL: "http://127.0.0.1:" + strconv.Itoa(e2e.FreePort(t))}, bin: e2e.MustBinary(t)}
 	r := gone.run(t, "", "queues").want(t, 3)
 	if !strings.Contains(r.stderr, "unreachable") {
 		t.Fatalf("stderr: %s", r.stderr)
@@ -178,7 +178,7 @@ func TestCLI_ExitCodes(t *testing.T) {
 func TestCLI_Token(t *testing.T) {
 	t.Parallel()
 	const secret = "cli-test-secret-of-32-bytes-long!"
-	b := &bundle{s: e2e.Start(t, "JWT_ENABLED=true", "JWT_SECRET="+secret), queue: e2e.Unique(t, "cli")}
+	b := &bundle{s: e2e.Start(t, "JWT_ENABLED=true", "JWT_SECRET="+secret), queue: e2e.Unique(t, "cli"), bin: e2e.MustBinary(t)}
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "ops", "role": "read-only",
 		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
 	if err != nil {
