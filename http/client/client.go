@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpproxy"
 )
 
 // TimeoutDefault bounds each request of a client made without Timeout.
@@ -44,6 +45,10 @@ const idleConnMax = 90 * time.Second
 // matters to a client without a timeout.
 const connWaitMax = time.Hour
 
+// proxyDialTimeout bounds the connection to a proxy and its tunnel, as
+// fasthttp bounds a direct dial (3 s).
+const proxyDialTimeout = 3 * time.Second
+
 // Client sends requests to one broker over a pool of keep-alive
 // connections. It is safe for concurrent use; WithTimeout and WithToken
 // return clients that share its connections.
@@ -59,6 +64,7 @@ type config struct {
 	timeout   time.Duration
 	token     string
 	userAgent string
+	envProxy  bool
 }
 
 // An Option configures a client made by New.
@@ -83,6 +89,12 @@ func Token(token string) Option { return func(c *config) { c.token = token } }
 // UserAgent sets the User-Agent header of every request; the default is
 // UserAgentDefault.
 func UserAgent(ua string) Option { return func(c *config) { c.userAgent = ua } }
+
+// EnvProxy sends the requests through the proxy that HTTP_PROXY,
+// HTTPS_PROXY and NO_PROXY name, as net/http's clients do (loopback hosts
+// are never proxied); without them, or for a host NO_PROXY lists, it dials
+// the broker. The proxy is a tunnel (HTTP CONNECT).
+func EnvProxy() Option { return func(c *config) { c.envProxy = true } }
 
 // New returns a client of the broker at baseURL: http:// or https://, a
 // host, an optional port (80 or 443 when left out) and an optional path
@@ -140,6 +152,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if cfg.token != "" {
 		c.auth = "Bearer " + cfg.token
+	}
+	if cfg.envProxy {
+		c.hc.Dial = fasthttpproxy.FasthttpProxyHTTPDialerTimeout(proxyDialTimeout)
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -499,4 +500,53 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// EnvProxy: with HTTPS_PROXY and HTTP_PROXY naming a proxy, the request
+// goes through its tunnel (CONNECT to the broker's host and port), as
+// net/http's clients do; the broker's name is the proxy's to resolve.
+func TestEnvProxy_TunnelsThroughTheProxyTheEnvironmentNames(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	connects := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		req, err := http.ReadRequest(r)
+		if err != nil {
+			return
+		}
+		connects <- req.Method + " " + req.Host
+		// The tunnel is open; the proxy then plays the broker.
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
+		if _, err := http.ReadRequest(r); err != nil {
+			return
+		}
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n"+`{"status":"healthy"}`)
+	}()
+	t.Setenv("HTTP_PROXY", "http://"+ln.Addr().String())
+	t.Setenv("HTTPS_PROXY", "http://"+ln.Addr().String())
+	t.Setenv("NO_PROXY", "")
+	c, err := New("http://broker.example:6632", EnvProxy(), Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Health(context.Background()); err != nil {
+		t.Fatalf("health through the proxy: %v", err)
+	}
+	select {
+	case got := <-connects:
+		if got != "CONNECT broker.example:6632" {
+			t.Fatalf("the proxy got %q, want CONNECT broker.example:6632", got)
+		}
+	default:
+		t.Fatal("the request did not go through the proxy")
+	}
 }

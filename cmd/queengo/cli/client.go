@@ -14,7 +14,8 @@ import (
 // *client.APIError (the broker answered outside 2xx) and
 // *client.UnreachableError (no usable answer), which exitCode maps.
 func (a *app) client() (*client.Client, error) {
-	c, err := client.New(a.url, client.Token(a.token), client.Timeout(a.timeout), client.UserAgent("queengo-cli"))
+	c, err := client.New(a.url, client.Token(a.token), client.Timeout(a.timeout), client.UserAgent("queengo-cli"),
+		client.EnvProxy())
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--url: %w", err)}
 	}
