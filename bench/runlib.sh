@@ -1,5 +1,5 @@
-# runlib.sh: the helpers of the dated measurement scripts in
-# docs/benchmarks/*/run.sh (from 2026-12-05 on). Source it after setting OUT,
+# runlib.sh: the helpers of the measurement scripts (bench/results/aims.sh;
+# the dated ones are in git history, 4404d0b:docs/benchmarks/). Source it after setting OUT,
 # the folder the JSON goes to. server T DB starts /tmp/qg-T (a queengo build)
 # or, for T=ref, the reference Queen server, on a fresh database with
 # track_functions=pl; stop DB NAME writes the run's pg_stat_user_functions and

@@ -3,7 +3,7 @@
 # consumers at once" of docs/performance.md (bench/results/2026-12-07-aims.csv
 # was made by this script, then summarize.py):
 #
-#   go build -o /tmp/qg-final ./cmd/queengo && go build -o /tmp/bench ./bench
+#   go build -o /tmp/qg-final ./cmd/queengo && go -C bench build -o /tmp/bench .
 #   OUT=/tmp/aims bash bench/results/aims.sh
 #   python3 bench/results/summarize.py /tmp/aims > aims.csv
 #
