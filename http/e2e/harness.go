@@ -12,7 +12,11 @@
 // reads the same in every package:
 //
 //   - brokers: Shared, Start, StartWith, Launch, CreateDB;
-//   - requests: Server.Do, Get, Post, Raw, Dial, WithTimeout, Query;
+//   - requests: Server.Do, Get, Post, Raw, Dial, WithTimeout, Query, and
+//     Server.API, the project's Go client (package client), for a call a
+//     test makes but does not check. The checked requests go through
+//     net/http, a client independent of the broker's code as the SDKs'
+//     are, and byte for byte where a test says so (Raw, Dial);
 //   - errors: WantError, CheckError, WantErrorBody;
 //   - queues and pushes: Server.Configure, Push, PushN, PushQueued, PushCtx;
 //   - pops: PopQueue, PopPartition, PopDiscovery for the paths, then
@@ -45,6 +49,7 @@ import (
 	"time"
 
 	"github.com/queengo/queengo/cmd/queengo/app"
+	"github.com/queengo/queengo/http/client"
 	"github.com/queengo/queengo/pg/pgtest"
 )
 
@@ -149,6 +154,9 @@ type running struct {
 	logs *bytes.Buffer
 	mu   *sync.Mutex
 	done chan struct{} // closed when the broker stopped or exited
+	// api is the broker's Go client, made at the first Server.API.
+	api     *client.Client
+	apiOnce sync.Once
 	// exit is the App's end: nil when Stop ended it; read once done is
 	// closed.
 	exit error
@@ -459,21 +467,27 @@ func FreePort(t testing.TB) int {
 // 503 while the database is away). A bare TCP connect is not enough: until
 // the broker listens, its port may be held by another test's listener (a
 // proxy, or freePort's own), and a start that took that for the broker
-// failed its first request with "connection refused".
+// failed its first request with "connection refused". The check's timeout
+// outlasts /health's own 2 s database check, so a broker started without
+// its database answers 503.
 func (s *Server) answers() bool {
-	r, err := readyClient.Get(s.URL + "/health")
-	if err != nil {
-		return false
-	}
-	defer r.Body.Close()
-	_, _ = io.Copy(io.Discard, r.Body)
-	return r.StatusCode == http.StatusOK || r.StatusCode == http.StatusServiceUnavailable
+	err := s.API().WithTimeout(5 * time.Second).Health(context.Background())
+	var refused *client.APIError
+	return err == nil || errors.As(err, &refused) && refused.Status == http.StatusServiceUnavailable
 }
 
-// readyClient asks a starting broker whether it answers; no keep-alive, so
-// no connection outlives the check. Its timeout outlasts /health's own 2 s
-// database check, so a broker started without its database answers 503.
-var readyClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+// API is the project's Go client of the broker (package client), for the
+// calls a test makes to set up or wait, not to check.
+func (s *Server) API() *client.Client {
+	s.apiOnce.Do(func() {
+		c, err := client.New(s.URL, client.Timeout(120*time.Second))
+		if err != nil {
+			panic(fmt.Sprintf("e2e: a client of %s: %v", s.URL, err)) // the harness made the URL
+		}
+		s.api = c
+	})
+	return s.api
+}
 
 var (
 	portsMu sync.Mutex

@@ -131,8 +131,8 @@ func (s *Server) Post(t testing.TB, path string, body any) *Response {
 // computed.
 func (s *Server) RefreshStats(t testing.TB) {
 	t.Helper()
-	if r := s.Post(t, "/api/v1/stats/refresh", nil); r.Status != 200 {
-		t.Fatalf("POST /api/v1/stats/refresh: %d %s", r.Status, r.Body)
+	if err := s.API().SendJSON(context.Background(), "POST", "/api/v1/stats/refresh", nil, nil); err != nil {
+		t.Fatalf("POST /api/v1/stats/refresh: %v", err)
 	}
 }
 
