@@ -51,8 +51,9 @@ test: ## Run all tests with -race; they get PostgreSQL in QUEENGO_TEST_DATABASE_
 	done
 
 .PHONY: vet
-vet: ## Run go vet and fail if any file needs gofmt
+vet: ## Run go vet, and fail if any file needs gofmt or a go.mod needs tidying
 	@for m in $(MODULES); do echo "go -C $$m vet $(PKG)"; go -C $$m vet $(PKG); done
+	@for m in $(MODULES); do echo "go -C $$m mod tidy -diff"; go -C $$m mod tidy -diff; done
 	@unformatted="$$(find . \( -name .git -o -name .data -o -name vendor -o -name testdata \) -prune \
 		-o -type f -name '*.go' -print | xargs -r gofmt -l)"; \
 	if [ -n "$$unformatted" ]; then \
