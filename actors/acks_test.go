@@ -127,20 +127,16 @@ func wantOwn(t *testing.T, a ackAnswer, items []queengo.AckItem) {
 	}
 }
 
+// nextCall waits for the store's next call and returns its ack items.
 func nextCall(t *testing.T, s *ackStore) []queengo.AckItem {
 	t.Helper()
 	return nextStoreCall(t, s).items
 }
 
+// nextStoreCall waits for the store's next call.
 func nextStoreCall(t *testing.T, s *ackStore) ackCall {
 	t.Helper()
-	select {
-	case call := <-s.calls:
-		return call
-	case <-time.After(5 * time.Second):
-		t.Fatal("no store call")
-	}
-	return ackCall{}
+	return waitChan(t, s.calls, "a store call")
 }
 
 // TestAckCoalescer_LoneAckCommitsAtOnce: with nothing in flight an ack is
@@ -173,17 +169,7 @@ func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 		answers[i] = ackAsync(c, reqs[i])
 	}
 	// Every request is queued before the first commit ends.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		n := len(c.waiting)
-		c.mu.Unlock()
-		if n == len(reqs) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests queued", n, len(reqs))
-		}
-	}
+	waitQueued(t, c, len(reqs))
 	select {
 	case call := <-s.calls:
 		t.Fatalf("a second store call (%d items) while the first is in flight and the backlog is small", len(call.items))
@@ -419,19 +405,18 @@ func TestAckCoalescer_FailedSharedCommitRunsExtendsAlone(t *testing.T) {
 	}
 }
 
+// waitQueued waits until n requests wait for the next commit.
 func waitQueued(t *testing.T, c *ackCoalescer, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	eventually(t, func() error {
 		c.mu.Lock()
 		k := len(c.waiting)
 		c.mu.Unlock()
-		if k >= n {
-			return
+		if k < n {
+			return fmt.Errorf("%d of %d requests queued", k, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests queued", k, n)
-		}
-	}
+		return nil
+	})
 }
 
 // failOn fails every store call carrying the item with transaction id tx.
