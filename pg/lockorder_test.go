@@ -265,13 +265,13 @@ func TestLockOrder_DeleteQueueNeverWaits(t *testing.T) {
 		done <- err
 	}()
 	// It finds the locks it needs held and sleeps before it tries again.
-	eventually(t, "delete_queue never retried while the ack held its locks", func() bool {
+	eventually(t, func() error {
 		var sleeping bool
 		if err := b.conn(t).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`,
-			deleter.PgConn().PID()).Scan(&sleeping); err != nil {
-			t.Fatal(err)
+			deleter.PgConn().PID()).Scan(&sleeping); err != nil || sleeping {
+			return err
 		}
-		return sleeping
+		return errors.New("delete_queue never retried while the ack held its locks")
 	})
 	var n int
 	if err := tx.QueryRow(ctx, claimNewGroup, q.ID.String(), "newcomer").Scan(&n); err != nil {

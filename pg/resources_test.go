@@ -31,13 +31,13 @@ func TestLockOrder_ClearQueueNeverWaits(t *testing.T) {
 	// The clear is retrying (sleeping between attempts, holding nothing)
 	// while the writer holds partition b.
 	watch := b.conn(t)
-	eventually(t, "the clear never retried while the writer held partition b", func() bool {
+	eventually(t, func() error {
 		var n int
 		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
- WHERE wait_event = 'PgSleep' AND query LIKE '%clear_queue%'`).Scan(&n); err != nil {
-			t.Fatal(err)
+ WHERE wait_event = 'PgSleep' AND query LIKE '%clear_queue%'`).Scan(&n); err != nil || n > 0 {
+			return err
 		}
-		return n > 0
+		return errors.New("the clear never retried while the writer held partition b")
 	})
 	// The writer is not waited on: it writes again and commits.
 	appendIn(t, tx, parts[1])

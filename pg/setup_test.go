@@ -21,6 +21,7 @@ package pg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -346,13 +347,13 @@ func (b *bundle) waitBlockedBy(t *testing.T, holder *pgx.Conn, what string) *pgx
 	t.Helper()
 	pid := holder.PgConn().PID()
 	probe := b.session(t, "10s")
-	eventually(t, what+" did not wait", func() bool {
+	eventually(t, func() error {
 		var waiting bool
 		if err := probe.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
-			pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
+			pid).Scan(&waiting); err != nil || waiting {
+			return err
 		}
-		return waiting
+		return errors.New(what + " did not wait")
 	})
 	return probe
 }
@@ -378,13 +379,19 @@ func (b *bundle) waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UU
 	}
 }
 
-// eventually looks at cond every 5 ms until it holds, and fails the test
-// with failure when it still does not after 5 s.
-func eventually(t *testing.T, failure string, cond func() bool) {
+// eventually calls cond every 5 ms until it returns nil, and fails the test
+// with its error when it still does not after 5 s (e2e.Eventually's shape).
+func eventually(t *testing.T, cond func() error) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(failure)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
