@@ -89,6 +89,7 @@ func (s *ackStore) call(ctx context.Context, call ackCall) ([]queengo.AckResult,
 	return out, nil
 }
 
+// ackItems are n completions with transaction ids prefix-0, prefix-1...
 func ackItems(prefix string, n int) []queengo.AckItem {
 	items := make([]queengo.AckItem, n)
 	for i := range items {
@@ -97,11 +98,14 @@ func ackItems(prefix string, n int) []queengo.AckItem {
 	return items
 }
 
+// ackAnswer is what an ack returned.
 type ackAnswer struct {
 	res []queengo.AckResult
 	err error
 }
 
+// ackAsync acks items through c on a goroutine of its own; the answer
+// arrives on the channel.
 func ackAsync(c *ackCoalescer, items []queengo.AckItem) <-chan ackAnswer {
 	ch := make(chan ackAnswer, 1)
 	go func() {
@@ -296,11 +300,14 @@ func TestAckCoalescer_CallerDeadline(t *testing.T) {
 	wantOwn(t, ackAnswer{res, err}, items)
 }
 
+// extendAnswer is what a lease extension returned.
 type extendAnswer struct {
 	ext queengo.LeaseExtension
 	err error
 }
 
+// extendAsync extends lease by 30 s through c on a goroutine of its own;
+// the answer arrives on the channel.
 func extendAsync(c *ackCoalescer, lease uuid.UUID) <-chan extendAnswer {
 	ch := make(chan extendAnswer, 1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 // Encryption at rest through the store: what reaches the tables is sealed,
 // every reader opens it (pg/seal_test.go has the frame format's own tests).
 
+// newKey is a random 32-byte key.
 func newKey() []byte {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)

@@ -52,7 +52,7 @@ func TestLockOrder_ClearQueueNeverWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("clear did not finish within 10s of the writer's commit")
 	}
-	// One message per partition from lockQueue, two from the writer.
+	// One message per partition from namedQueue, two from the writer.
 	if cleared.Partitions != 2 || cleared.Messages != 4 {
 		t.Fatalf("cleared %+v, want 2 partitions, 4 messages", cleared)
 	}

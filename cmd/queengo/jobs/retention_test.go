@@ -246,6 +246,7 @@ func TestRetention_OldestMessageAgeGauge(t *testing.T) {
 	}
 }
 
+// prometheus is the service's metrics as /metrics/prometheus shows them.
 func prometheus(r *Retention) string {
 	var b bytes.Buffer
 	r.set.WritePrometheus(&b)
