@@ -30,14 +30,14 @@ func (s *endStore) AckExtend(ctx context.Context, items []queengo.AckItem, exten
 	return acks, ext, err
 }
 
-// abandonSetup is a broker on an endStore whose claims serve each pop one
-// message under its lease, on a span of partition part, once the test
-// closes release; entered gets each claimed lease as its claim starts,
-// back a signal when the queue actor has handled a claim round that came
-// back, and freed each partition offered to the queue actor.
-type abandonSetup struct {
-	b        *Broker
-	s        *endStore
+// abandonBundle is a broker on an endStore (store) whose claims serve each
+// pop one message under its lease, on a span of partition part, once the
+// test lets them go (open); entered gets each claimed lease as its claim
+// starts, back a signal when the queue actor has handled a claim round that
+// came back, and freed each partition offered to the queue actor.
+type abandonBundle struct {
+	*bundle
+	store    *endStore
 	part     uuid.UUID
 	entered  chan uuid.UUID
 	back     chan struct{}
@@ -46,19 +46,21 @@ type abandonSetup struct {
 	released bool
 }
 
-func setupAbandon(t *testing.T) *abandonSetup {
+// setupAbandon starts an abandonBundle; its claims are let go when the test
+// ends at the latest.
+func setupAbandon(t *testing.T) *abandonBundle {
 	t.Helper()
-	a := &abandonSetup{s: &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}, part: uuid.New(),
+	s := &abandonBundle{store: &endStore{fakeStore: newFakeStore(), ends: make(chan uuid.UUID, 4)}, part: uuid.New(),
 		entered: make(chan uuid.UUID, 4), back: make(chan struct{}, 16), freed: make(chan uuid.UUID, 16),
 		release: make(chan struct{})}
-	a.s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+	s.store.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 		for _, c := range claims {
-			a.entered <- c.LeaseID
+			s.entered <- c.LeaseID
 		}
-		<-a.release
+		<-s.release
 		out := deliverOwn(claims)
 		for i := range out {
-			out[i].Spans = []queengo.Span{{PartitionID: a.part, Queue: "q", From: 1, To: 1, Lease: time.Minute}}
+			out[i].Spans = []queengo.Span{{PartitionID: s.part, Queue: "q", From: 1, To: 1, Lease: time.Minute}}
 		}
 		return out, nil
 	}
@@ -69,49 +71,49 @@ func setupAbandon(t *testing.T) *abandonSetup {
 			switch m := env.Message.(type) {
 			case *claimRound:
 				select {
-				case a.back <- struct{}{}:
+				case s.back <- struct{}{}:
 				default:
 				}
 			case *partitionFreed:
 				select {
-				case a.freed <- m.partition:
+				case s.freed <- m.partition:
 				default:
 				}
 			}
 		}
 	}
-	a.b = newTestBrokerWith(t, Config{Store: a.s}, func(d *deps) {
-		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(signal)}
-	})
-	t.Cleanup(a.open)
-	return a
+	s.bundle = setup(t, Config{Store: s.store}, withMiddleware(signal))
+	t.Cleanup(s.open)
+	return s
 }
 
-func (a *abandonSetup) open() {
-	if !a.released {
-		a.released = true
-		close(a.release)
+// open lets the claims go, once.
+func (s *abandonBundle) open() {
+	if !s.released {
+		s.released = true
+		close(s.release)
 	}
 }
 
 // wantEnded waits for the store to end lease, then for the lease book to
 // offer its partition to the queue actor.
-func (a *abandonSetup) wantEnded(t *testing.T, lease uuid.UUID) {
+func (s *abandonBundle) wantEnded(t *testing.T, lease uuid.UUID) {
 	t.Helper()
-	if got := waitChan(t, a.s.ends, "the end of the abandoned pop's lease"); got != lease {
+	if got := waitChan(t, s.store.ends, "the end of the abandoned pop's lease"); got != lease {
 		t.Fatalf("ended lease %s, want the abandoned pop's %s", got, lease)
 	}
-	if got := waitChan(t, a.freed, "the offer of the ended lease's partition"); got != a.part {
-		t.Fatalf("offered partition %s, want the ended lease's %s", got, a.part)
+	if got := waitChan(t, s.freed, "the offer of the ended lease's partition"); got != s.part {
+		t.Fatalf("offered partition %s, want the ended lease's %s", got, s.part)
 	}
-	if a.b.leases.cursors(lease) != nil {
+	if s.b.leases.cursors(lease) != nil {
 		t.Fatal("the lease book still holds the ended lease")
 	}
 }
 
-func (a *abandonSetup) claimed(t *testing.T) uuid.UUID {
+// claimed waits for a claim to start and returns its lease.
+func (s *abandonBundle) claimed(t *testing.T) uuid.UUID {
 	t.Helper()
-	return waitChan(t, a.entered, "a claim's start")
+	return waitChan(t, s.entered, "a claim's start")
 }
 
 // TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded (D12): a pop
@@ -120,20 +122,20 @@ func (a *abandonSetup) claimed(t *testing.T) uuid.UUID {
 // nobody holds until it runs out: the lease is ended at once.
 func TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded(t *testing.T) {
 	t.Parallel()
-	a := setupAbandon(t)
+	s := setupAbandon(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	popped := make(chan error, 1)
 	go func() {
-		_, err := a.b.Pop(ctx, &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+		_, err := s.b.Pop(ctx, &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
 		popped <- err
 	}()
-	lease := a.claimed(t)
+	lease := s.claimed(t)
 	cancel()
 	if err := <-popped; !errors.Is(err, queengo.ErrCancelled) {
 		t.Fatalf("the left pop returned %v, want ErrCancelled", err)
 	}
-	a.open()
-	a.wantEnded(t, lease)
+	s.open()
+	s.wantEnded(t, lease)
 }
 
 // TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded (D12): when
@@ -141,16 +143,16 @@ func TestPop_AClientThatLeavesDuringItsClaimHasItsLeaseEnded(t *testing.T) {
 // cancel takes the unread answer back and ends its lease.
 func TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded(t *testing.T) {
 	t.Parallel()
-	a := setupAbandon(t)
-	a.open()
-	w := sendPop(a.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
-	lease := a.claimed(t)
-	waitChan(t, a.back, "the claim round's return")
+	s := setupAbandon(t)
+	s.open()
+	w := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
+	lease := s.claimed(t)
+	waitChan(t, s.back, "the claim round's return")
 	if len(w.reply) == 0 {
 		t.Fatal("the pop was not answered")
 	}
-	a.b.system.Root.Send(a.b.queueHandle("q").pid, &cancelPop{w: w})
-	a.wantEnded(t, lease)
+	s.b.system.Root.Send(s.b.queueHandle("q").pid, &cancelPop{w: w})
+	s.wantEnded(t, lease)
 	if len(w.reply) != 0 {
 		t.Fatal("the unread answer is still there")
 	}
@@ -163,14 +165,14 @@ func TestPop_AnAnswerItsClientLeftBeforeReadingHasItsLeaseEnded(t *testing.T) {
 // alike; none hangs.
 func TestPop_AnswersWithinItsBoundWhenTheDatabaseStalls(t *testing.T) {
 	t.Parallel()
-	s := newFakeStore()
+	f := newFakeStore()
 	release := make(chan struct{})
-	s.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 		<-release
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
 	const timeout = 200 * time.Millisecond
-	b := newTestBroker(t, Config{Store: s, RequestTimeout: timeout})
+	b := setup(t, Config{Store: f, RequestTimeout: timeout}).b
 	t.Cleanup(func() { close(release) }) // before the broker closes
 	const pops = roundMax + 8            // one round in flight, the rest pending
 	errs := make(chan error, pops)

@@ -89,6 +89,7 @@ func (s *ackStore) call(ctx context.Context, call ackCall) ([]queengo.AckResult,
 	return out, nil
 }
 
+// ackItems are n completions with transaction ids prefix-0, prefix-1...
 func ackItems(prefix string, n int) []queengo.AckItem {
 	items := make([]queengo.AckItem, n)
 	for i := range items {
@@ -97,11 +98,14 @@ func ackItems(prefix string, n int) []queengo.AckItem {
 	return items
 }
 
+// ackAnswer is what an ack returned.
 type ackAnswer struct {
 	res []queengo.AckResult
 	err error
 }
 
+// ackAsync acks items through c on a goroutine of its own; the answer
+// arrives on the channel.
 func ackAsync(c *ackCoalescer, items []queengo.AckItem) <-chan ackAnswer {
 	ch := make(chan ackAnswer, 1)
 	go func() {
@@ -127,20 +131,16 @@ func wantOwn(t *testing.T, a ackAnswer, items []queengo.AckItem) {
 	}
 }
 
+// nextCall waits for the store's next call and returns its ack items.
 func nextCall(t *testing.T, s *ackStore) []queengo.AckItem {
 	t.Helper()
 	return nextStoreCall(t, s).items
 }
 
+// nextStoreCall waits for the store's next call.
 func nextStoreCall(t *testing.T, s *ackStore) ackCall {
 	t.Helper()
-	select {
-	case call := <-s.calls:
-		return call
-	case <-time.After(5 * time.Second):
-		t.Fatal("no store call")
-	}
-	return ackCall{}
+	return waitChan(t, s.calls, "a store call")
 }
 
 // TestAckCoalescer_LoneAckCommitsAtOnce: with nothing in flight an ack is
@@ -173,17 +173,7 @@ func TestAckCoalescer_ArrivalsDuringACommitShareTheNext(t *testing.T) {
 		answers[i] = ackAsync(c, reqs[i])
 	}
 	// Every request is queued before the first commit ends.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		n := len(c.waiting)
-		c.mu.Unlock()
-		if n == len(reqs) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests queued", n, len(reqs))
-		}
-	}
+	waitQueued(t, c, len(reqs))
 	select {
 	case call := <-s.calls:
 		t.Fatalf("a second store call (%d items) while the first is in flight and the backlog is small", len(call.items))
@@ -310,11 +300,14 @@ func TestAckCoalescer_CallerDeadline(t *testing.T) {
 	wantOwn(t, ackAnswer{res, err}, items)
 }
 
+// extendAnswer is what a lease extension returned.
 type extendAnswer struct {
 	ext queengo.LeaseExtension
 	err error
 }
 
+// extendAsync extends lease by 30 s through c on a goroutine of its own;
+// the answer arrives on the channel.
 func extendAsync(c *ackCoalescer, lease uuid.UUID) <-chan extendAnswer {
 	ch := make(chan extendAnswer, 1)
 	go func() {
@@ -419,19 +412,18 @@ func TestAckCoalescer_FailedSharedCommitRunsExtendsAlone(t *testing.T) {
 	}
 }
 
+// waitQueued waits until n requests wait for the next commit.
 func waitQueued(t *testing.T, c *ackCoalescer, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	eventually(t, func() error {
 		c.mu.Lock()
 		k := len(c.waiting)
 		c.mu.Unlock()
-		if k >= n {
-			return
+		if k < n {
+			return fmt.Errorf("%d of %d requests queued", k, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests queued", k, n)
-		}
-	}
+		return nil
+	})
 }
 
 // failOn fails every store call carrying the item with transaction id tx.

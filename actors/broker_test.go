@@ -36,41 +36,44 @@ func (m *maintenanceStore) PopMaintenance(context.Context) (bool, error) {
 	return m.on.Load(), nil
 }
 
-// switchPopMaintenance switches pop maintenance as package admin does: it
-// stores the switch, then tells the broker (Broker.PopMaintenanceSwitched).
-func switchPopMaintenance(b *Broker, m *maintenanceStore, on bool) {
-	m.on.Store(on)
-	b.PopMaintenanceSwitched(on)
+// maintenanceBundle is a broker on a maintenanceStore (m).
+type maintenanceBundle struct {
+	*bundle
+	m *maintenanceStore
 }
 
-// newMaintenanceBroker starts a broker that reads the switch once, at start,
-// and waits for that read, so the test alone decides the local flag. Its
-// signals tell when a long poll waits out maintenance (maintained).
-func newMaintenanceBroker(t *testing.T) (*Broker, *maintenanceStore) {
+// setupMaintenance starts a broker that reads the switch once, at start,
+// and waits for that read, so the test alone decides the local flag.
+func setupMaintenance(t *testing.T) *maintenanceBundle {
 	t.Helper()
 	m := &maintenanceStore{fakeStore: newFakeStore()}
-	b := newTestBrokerWith(t, Config{Store: m, MaintenanceRefresh: time.Hour}, func(d *deps) {
-		d.signals = &testSignals{}
-		d.signals.maintained.init()
-	})
-	for deadline := time.Now().Add(5 * time.Second); m.reads.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the broker never read the pop maintenance switch")
+	s := &maintenanceBundle{bundle: setup(t, Config{Store: m, MaintenanceRefresh: time.Hour}), m: m}
+	eventually(t, func() error {
+		if m.reads.Load() == 0 {
+			return errors.New("the broker never read the pop maintenance switch")
 		}
-	}
-	return b, m
+		return nil
+	})
+	return s
+}
+
+// switchPopMaintenance switches pop maintenance as package admin does: it
+// stores the switch, then tells the broker (Broker.PopMaintenanceSwitched).
+func (s *maintenanceBundle) switchPopMaintenance(on bool) {
+	s.m.on.Store(on)
+	s.b.PopMaintenanceSwitched(on)
 }
 
 // popClaims pops once without waiting and reports whether the pop reached
 // the store (a claim round) rather than being answered by maintenance.
-func popClaims(t *testing.T, b *Broker, f *fakeStore) bool {
+func (s *maintenanceBundle) popClaims(t *testing.T) bool {
 	t.Helper()
-	before := len(f.roundSizes())
-	res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1})
+	before := len(s.f.roundSizes())
+	res, err := s.b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1})
 	if err != nil || len(res.Messages) != 0 {
 		t.Fatalf("pop: %d messages, %v; want an empty answer", len(res.Messages), err)
 	}
-	return len(f.roundSizes()) > before
+	return len(s.f.roundSizes()) > before
 }
 
 // TestPopMaintenanceSwitched_AppliesHereAtOnce (D11): a switch made through
@@ -78,13 +81,13 @@ func popClaims(t *testing.T, b *Broker, f *fakeStore) bool {
 // ways.
 func TestPopMaintenanceSwitched_AppliesHereAtOnce(t *testing.T) {
 	t.Parallel()
-	b, m := newMaintenanceBroker(t)
-	switchPopMaintenance(b, m, true)
-	if popClaims(t, b, m.fakeStore) {
+	s := setupMaintenance(t)
+	s.switchPopMaintenance(true)
+	if s.popClaims(t) {
 		t.Fatal("a pop under maintenance ran a claim")
 	}
-	switchPopMaintenance(b, m, false)
-	if !popClaims(t, b, m.fakeStore) {
+	s.switchPopMaintenance(false)
+	if !s.popClaims(t) {
 		t.Fatal("a pop after maintenance was switched off ran no claim")
 	}
 }
@@ -94,10 +97,10 @@ func TestPopMaintenanceSwitched_AppliesHereAtOnce(t *testing.T) {
 // on, even when a push wakes it: it waits out its timeout and answers empty.
 func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
 	t.Parallel()
-	b, m := newMaintenanceBroker(t)
+	s := setupMaintenance(t)
 	var avail atomic.Bool
 	claimed := make(chan struct{}, 8)
-	m.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+	s.f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 		claimed <- struct{}{}
 		if avail.Load() {
 			return deliverOwn(claims), nil
@@ -107,21 +110,21 @@ func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	reply := make(chan popReply, 1)
 	go func() {
-		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
+		res, err := s.b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
 		reply <- popReply{res: res, err: err}
 	}()
 	<-claimed // its first look found nothing: it parks
-	switchPopMaintenance(b, m, true)
+	s.switchPopMaintenance(true)
 	avail.Store(true)
-	rounds := len(m.roundSizes())
-	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("woke")}); err != nil {
+	rounds := len(s.f.roundSizes())
+	if _, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("woke")}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-reply
 	if r.err != nil || len(r.res.Messages) != 0 {
 		t.Fatalf("the parked pop answered %d messages, %v; want an empty answer", len(r.res.Messages), r.err)
 	}
-	if n := len(m.roundSizes()) - rounds; n != 0 {
+	if n := len(s.f.roundSizes()) - rounds; n != 0 {
 		t.Fatalf("%d claims under pop maintenance", n)
 	}
 }
@@ -132,24 +135,24 @@ func TestPopMaintenance_AParkedLongPollClaimsNothing(t *testing.T) {
 // at once, not after its timeout.
 func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
 	t.Parallel()
-	b, m := newMaintenanceBroker(t)
-	m.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
-		if m.storedCount("after") > 0 {
+	s := setupMaintenance(t)
+	s.f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
+		if s.f.storedCount("after") > 0 {
 			return deliverOwn(claims), nil
 		}
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
-	switchPopMaintenance(b, m, true)
+	s.switchPopMaintenance(true)
 	const timeout = 10 * time.Second
 	start := time.Now()
 	reply := make(chan popReply, 1)
 	go func() {
-		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
+		res, err := s.b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: timeout})
 		reply <- popReply{res: res, err: err}
 	}()
-	waitFor(t, &b.d.signals.maintained, "the long poll waiting out maintenance", 5*time.Second)
-	switchPopMaintenance(b, m, false)
-	if _, err := b.Push(context.Background(), []queengo.PushItem{pushItem("after")}); err != nil {
+	waitFor(t, &s.signals.maintained, "the long poll waiting out maintenance")
+	s.switchPopMaintenance(false)
+	if _, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("after")}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -167,15 +170,15 @@ func TestPopMaintenance_ALongPollThatCameDuringItPopsWhenItEnds(t *testing.T) {
 // answers the parked ones.
 func TestClose_ReleasesALongPollWaitingOutPopMaintenance(t *testing.T) {
 	t.Parallel()
-	b, m := newMaintenanceBroker(t)
-	switchPopMaintenance(b, m, true)
+	s := setupMaintenance(t)
+	s.switchPopMaintenance(true)
 	reply := make(chan popReply, 1)
 	go func() {
-		res, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
+		res, err := s.b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 		reply <- popReply{res: res, err: err}
 	}()
-	waitFor(t, &b.d.signals.maintained, "the long poll waiting out maintenance", 5*time.Second)
-	b.Close()
+	waitFor(t, &s.signals.maintained, "the long poll waiting out maintenance")
+	s.b.Close()
 	select {
 	case r := <-reply:
 		if r.err != nil || len(r.res.Messages) != 0 {
@@ -191,7 +194,7 @@ func TestClose_ReleasesALongPollWaitingOutPopMaintenance(t *testing.T) {
 // timeout.
 func TestPop_EndsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
-	b := newTestBroker(t, Config{Store: newFakeStore()})
+	b := setup(t, Config{}).b
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
@@ -202,22 +205,18 @@ func TestPop_EndsWhenItsContextEnds(t *testing.T) {
 	}
 }
 
-// busy reports whether a commit is in flight.
-func (c *ackCoalescer) busy() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inflight > 0
-}
-
-// blockedAckStore is a fakeStore whose ack commits wait for release, and
-// which records the extensions it is asked for.
+// blockedAckStore is a fakeStore whose ack commits tell acking they
+// started and wait for release, and which records the extensions it is
+// asked for.
 type blockedAckStore struct {
 	*fakeStore
+	acking  chan struct{}
 	release chan struct{}
 	extends chan queengo.LeaseExtend
 }
 
 func (s *blockedAckStore) Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error) {
+	s.acking <- struct{}{}
 	<-s.release
 	return s.fakeStore.Ack(ctx, items)
 }
@@ -236,20 +235,15 @@ func (s *blockedAckStore) AckExtend(ctx context.Context, items []queengo.AckItem
 // commit.
 func TestExtendLease_UnknownLeaseNeverWaitsForTheAckCommit(t *testing.T) {
 	t.Parallel()
-	s := &blockedAckStore{fakeStore: newFakeStore(), release: make(chan struct{}), extends: make(chan queengo.LeaseExtend, 2)}
-	b := newTestBroker(t, Config{Store: s})
+	s := &blockedAckStore{fakeStore: newFakeStore(), acking: make(chan struct{}, 1), release: make(chan struct{}),
+		extends: make(chan queengo.LeaseExtend, 2)}
+	b := setup(t, Config{Store: s}).b
 	acked := make(chan error, 1)
 	go func() {
 		_, err := b.Ack(context.Background(), []queengo.AckItem{{PartitionID: uuid.New(), TransactionID: "t", Status: "completed"}})
 		acked <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !b.acks.busy() {
-		if time.Now().After(deadline) {
-			t.Fatal("the ack commit never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitChan(t, s.acking, "the ack commit's start")
 	if _, failure, err := b.ExtendLease(context.Background(), uuid.New(), 30); err != nil || failure != queengo.LeaseNotFound {
 		t.Fatalf("unknown lease during an ack commit: %q %v", failure, err)
 	}
@@ -267,7 +261,7 @@ func TestExtendLease_UnknownLeaseNeverWaitsForTheAckCommit(t *testing.T) {
 	select {
 	case <-extended:
 		t.Fatal("a booked lease's extension did not wait for the ack commit in flight")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(50 * time.Millisecond): // time enough for an extension that does not wait
 	}
 	close(s.release)
 	if err := <-acked; err != nil {

@@ -26,7 +26,7 @@ func TestCommitRound_AParkedPopGetsAPushWithItsCommit(t *testing.T) {
 		}
 		return deliverOwn(claims), nil
 	}
-	s := &handOffSetup{b: newTestBroker(t, Config{Store: f, RequestTimeout: 5 * time.Second}), f: f}
+	s := setup(t, Config{Store: f, RequestTimeout: 5 * time.Second})
 	w := s.parkPop(t)
 
 	res, err := s.b.Push(context.Background(), []queengo.PushItem{pushItem("a")})

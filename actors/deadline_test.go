@@ -8,15 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/queengo/queengo"
 )
-
-func pushItem(txid string) queengo.PushItem {
-	return queengo.PushItem{Queue: "q", Partition: queengo.DefaultPartition,
-		Frame: queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: txid, Payload: []byte("1")}}
-}
 
 // TestPush_AnswersAtItsDeadlineWhileTheCommitHangs (issue 8, defect 4): a
 // push whose commit does not come back answers queengo.ErrTimeout at its own
@@ -37,7 +30,7 @@ func TestPush_AnswersAtItsDeadlineWhileTheCommitHangs(t *testing.T) {
 		}
 		return nil
 	}
-	b := newTestBroker(t, Config{Store: f, RequestTimeout: rt})
+	b := setup(t, Config{Store: f, RequestTimeout: rt}).b
 
 	start := time.Now()
 	_, err := b.Push(context.Background(), []queengo.PushItem{pushItem("a")})
@@ -55,18 +48,13 @@ func TestPush_AnswersAtItsDeadlineWhileTheCommitHangs(t *testing.T) {
 	// The database comes back: the hung commit lands after all.
 	hung.Store(false)
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
 	var res []queengo.PushResult
-	for {
-		res, err = b.Push(context.Background(), []queengo.PushItem{pushItem("a"), pushItem("b"), pushItem("c")})
-		if err == nil || time.Now().After(deadline) {
-			break
+	eventually(t, func() error {
+		if res, err = b.Push(context.Background(), []queengo.PushItem{pushItem("a"), pushItem("b"), pushItem("c")}); err != nil {
+			return fmt.Errorf("push after the database came back: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("push after the database came back: %v", err)
-	}
+		return nil
+	})
 	for i, r := range res {
 		if r.Status == queengo.PushFailed {
 			t.Fatalf("item %d after recovery: %+v", i, r)
@@ -100,7 +88,7 @@ func TestPush_DatabaseFailureIsTheRequestsError(t *testing.T) {
 				}
 				return nil
 			}
-			b := newTestBroker(t, Config{Store: f, RequestTimeout: 5 * time.Second})
+			b := setup(t, Config{Store: f, RequestTimeout: 5 * time.Second}).b
 			res, err := b.Push(context.Background(), []queengo.PushItem{pushItem("x")})
 			if !errors.Is(err, cause) || res != nil {
 				t.Fatalf("push while the database is down: %+v %v, want %v", res, err, cause)

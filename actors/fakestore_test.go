@@ -3,12 +3,8 @@ package actors
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
-	"testing"
-	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
@@ -194,57 +190,6 @@ func (f *fakeStore) roundSizes() []int {
 		out[i] = len(r)
 	}
 	return out
-}
-
-// testMetrics are a broker's figures in a set nothing serves.
-func testMetrics() *brokerMetrics { return newBrokerMetrics(metrics.NewSet()) }
-
-// newTestBroker starts a broker on the store and stops it when the test ends.
-func newTestBroker(t *testing.T, cfg Config) *Broker {
-	t.Helper()
-	return newTestBrokerWith(t, cfg, nil)
-}
-
-// newTestBrokerWith is newTestBroker with the actors' dependencies adjusted
-// by tune before anything starts.
-func newTestBrokerWith(t *testing.T, cfg Config, tune func(*deps)) *Broker {
-	t.Helper()
-	if cfg.Backoff.Initial == 0 {
-		cfg.Backoff = Backoff{Initial: 50 * time.Millisecond, Threshold: 3, Multiplier: 2, Max: 200 * time.Millisecond}
-	}
-	b := newBroker(cfg, tune)
-	t.Cleanup(func() {
-		b.Close()
-		b.Shutdown()
-	})
-	return b
-}
-
-// sendPop hands a pop straight to an actor, as Broker.Pop does, so a test
-// controls the order in which pops reach it.
-func sendPop(b *Broker, target any, req *queengo.PopRequest) *waiter {
-	w := &waiter{req: req, reply: make(chan popReply, 1), leaseID: uuid.Must(uuid.NewV7())}
-	switch k := target.(type) {
-	case scopeKey:
-		b.toScope(k, w)
-	case string:
-		b.toQueue(k, w)
-	default:
-		panic(fmt.Sprintf("sendPop: %T", target))
-	}
-	return w
-}
-
-// await waits for a pop's answer, failing the test after d.
-func await(t *testing.T, w *waiter, d time.Duration) popReply {
-	t.Helper()
-	select {
-	case r := <-w.reply:
-		return r
-	case <-time.After(d):
-		t.Fatalf("pop (lease %s) not answered within %v", w.leaseID, d)
-	}
-	return popReply{}
 }
 
 // deliverOwn is a claim hook that serves every claim one message whose

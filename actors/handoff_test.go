@@ -15,17 +15,17 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// handOffSetup is a broker on a fake store whose claims find nothing until
-// an ack rode in a claim round, and a lease of group g on partition part of queue q
-// that the broker handed out.
-type handOffSetup struct {
-	b     *Broker
-	f     *fakeStore
+// handOffBundle is a broker and a lease of group g on partition part of
+// queue q that the broker handed out.
+type handOffBundle struct {
+	*bundle
 	lease uuid.UUID
 	part  uuid.UUID
 }
 
-func setupHandOff(t *testing.T) *handOffSetup {
+// setupHandOff starts a broker on a fake store whose claims find nothing
+// until an ack rode in a claim round, and books it a lease (handOff).
+func setupHandOff(t *testing.T) *handOffBundle {
 	t.Helper()
 	f := newFakeStore()
 	f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
@@ -36,29 +36,20 @@ func setupHandOff(t *testing.T) *handOffSetup {
 		}
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
-	s := &handOffSetup{b: newTestBroker(t, Config{Store: f, RequestTimeout: 5 * time.Second}), f: f,
-		lease: uuid.New(), part: uuid.New()}
-	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part}, until: time.Now().Add(time.Minute)}, nil)
-	return s
+	return setup(t, Config{Store: f, RequestTimeout: 5 * time.Second}).handOff()
 }
 
-// parkPop sends a long poll of group g on queue q and waits until it is
-// parked.
-func (s *handOffSetup) parkPop(t *testing.T) *waiter {
-	t.Helper()
-	parked := s.b.ParkedByQueue()["q"]
-	w := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
-	deadline := time.Now().Add(5 * time.Second)
-	for s.b.ParkedByQueue()["q"] == parked {
-		if time.Now().After(deadline) {
-			t.Fatal("the pop was not parked")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return w
+// handOff books the broker a lease of group g on a new partition of queue
+// q, as a pop of its own would have taken it.
+func (s *bundle) handOff() *handOffBundle {
+	h := &handOffBundle{bundle: s, lease: uuid.New(), part: uuid.New()}
+	s.b.leases.book(h.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{h.part},
+		until: time.Now().Add(time.Minute)}, nil)
+	return h
 }
 
-func (s *handOffSetup) ack(t *testing.T, lease uuid.UUID) queengo.AckResult {
+// ack acks message t1 of the bundle's partition under lease.
+func (s *handOffBundle) ack(t *testing.T, lease uuid.UUID) queengo.AckResult {
 	t.Helper()
 	res, err := s.b.Ack(context.Background(), []queengo.AckItem{{PartitionID: s.part, TransactionID: "t1",
 		Status: "completed", Group: "g", LeaseID: lease}})
@@ -140,11 +131,7 @@ func TestHandOff_AFailedActorAnswersTheAcksItHeld(t *testing.T) {
 	}
 	// A parked pop re-checks only when woken.
 	cfg := Config{Store: f, RequestTimeout: 5 * time.Second, Backoff: Backoff{Initial: time.Hour, Threshold: 100, Multiplier: 1, Max: time.Hour}}
-	s := &handOffSetup{b: newTestBrokerWith(t, cfg, func(d *deps) {
-		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(panicOnTestPanic, signalAcks)}
-	}), f: f, lease: uuid.New(), part: uuid.New()}
-	s.b.leases.book(s.lease, bookedLease{queue: "q", full: true, group: "g", parts: []uuid.UUID{s.part},
-		until: time.Now().Add(time.Minute)}, nil)
+	s := setup(t, cfg, withMiddleware(panicOnTestPanic, signalAcks)).handOff()
 	s.parkPop(t)
 	// Another group's first pop searches: its round holds the actor's only
 	// claim slot, so the ack waits for the next round.
@@ -179,17 +166,4 @@ func TestHandOff_AFailedQueueLoadAnswersTheHeldAcks(t *testing.T) {
 	if !errors.Is(err, down) {
 		t.Fatalf("ack answered %v, want the queue load's error", err)
 	}
-}
-
-// waitChan returns what ch gives, failing the test after 5 s.
-func waitChan[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not happen within 5s", what)
-	}
-	var zero T
-	return zero
 }

@@ -108,7 +108,7 @@ func TestPop_AClaimThatTimedOutHasItsLeaseEnded(t *testing.T) {
 		}
 		return nil, fmt.Errorf("error claiming: %w: request deadline passed", queengo.ErrTimeout)
 	}
-	b := newTestBroker(t, Config{Store: s})
+	b := setup(t, Config{Store: s}).b
 	start := time.Now()
 	if _, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1}); !errors.Is(err, queengo.ErrTimeout) {
 		t.Fatalf("the pop returned %v, want ErrTimeout", err)
@@ -151,7 +151,7 @@ func TestPop_ALostClaimsEndedLeaseWakesAParkedPopOfItsGroup(t *testing.T) {
 	// A parked pop re-checks only when woken.
 	cfg := Config{Store: s, Backoff: Backoff{Initial: time.Hour, Threshold: 100, Multiplier: 1, Max: time.Hour}}
 	clock := newTestClock()
-	b := newTestBrokerWith(t, cfg, func(d *deps) { d.clock = clock })
+	b := setup(t, cfg, withClock(clock)).b
 	if _, err := b.Pop(context.Background(), &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1}); !errors.Is(err, queengo.ErrTimeout) {
 		t.Fatalf("the lost pop returned %v, want ErrTimeout", err)
 	}

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,16 +60,12 @@ func TestClaimRound_OneWaitersFailureLeavesTheOthersServed(t *testing.T) {
 				}
 				return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)), nil
 			}
-			b := newTestBroker(t, Config{Store: f, ClaimsInFlight: 1, RequestTimeout: 5 * time.Second})
+			b := setup(t, Config{Store: f, ClaimsInFlight: 1, RequestTimeout: 5 * time.Second}).b
 
 			// The first pop's round holds the actor's only claim slot, so
 			// the pops sent meanwhile all ride in the next round together.
 			w0 := sendPop(b, tc.target, tc.req())
-			select {
-			case <-started:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the first claim round did not start")
-			}
+			waitChan(t, started, "the first claim round's start")
 			var good []*waiter
 			var failing []*waiter
 			for i := range 8 {
@@ -134,7 +129,7 @@ func TestClaimRound_DeadlineBoundsTheClaimNotTheLongPoll(t *testing.T) {
 			return make([]queengo.ClaimResult, len(claims)), nil
 		}
 	}
-	b := newTestBroker(t, Config{Store: f, RequestTimeout: rt})
+	b := setup(t, Config{Store: f, RequestTimeout: rt}).b
 
 	start := time.Now()
 	w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1, Wait: true,
@@ -298,7 +293,7 @@ func TestClaimRound_WakeDuringRoundLooksAgain(t *testing.T) {
 		res[0].Messages = []queengo.Message{{Frame: queengo.Frame{TransactionID: "filled"}}}
 		return res, nil
 	}
-	b := newTestBroker(t, Config{Store: f})
+	b := setup(t, Config{Store: f}).b
 	w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 10, Wait: true,
 		Timeout: 30 * time.Second})
 	<-inFlight
@@ -359,7 +354,7 @@ func TestPartitionRoute_IdLookedUpAgainAfterEmptyPops(t *testing.T) {
 		}
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
-	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = clk })
+	b := setup(t, Config{Store: f}, withClock(clk)).b
 	pop := func() {
 		t.Helper()
 		w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Partition: "P", Group: queengo.QueueModeGroup, Batch: 1})
@@ -403,21 +398,15 @@ func TestPartitionRoute_AWakeReachesOnlyThePopsOfItsPartition(t *testing.T) {
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
 	// The fake clock never moves: no pop re-checks on its backoff.
-	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = newTestClock() })
+	b := setup(t, Config{Store: f}, withClock(newTestClock())).b
 	id := func(name string) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)) }
 	nextRound := func() []uuid.UUID {
 		t.Helper()
-		select {
-		case claims := <-claimed:
-			var parts []uuid.UUID
-			for _, c := range claims {
-				parts = append(parts, c.Partition)
-			}
-			return parts
-		case <-time.After(5 * time.Second):
-			t.Fatal("no claim round")
-			return nil
+		var parts []uuid.UUID
+		for _, c := range waitChan(t, claimed, "a claim round") {
+			parts = append(parts, c.Partition)
 		}
+		return parts
 	}
 	for _, name := range []string{"P1", "P2"} {
 		sendPop(b, "q", &queengo.PopRequest{Queue: "q", Partition: name, Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
@@ -425,11 +414,13 @@ func TestPartitionRoute_AWakeReachesOnlyThePopsOfItsPartition(t *testing.T) {
 			t.Fatalf("the %s pop's first round claimed %v", name, got)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); b.ParkedByQueue()["q"] != 2; runtime.Gosched() {
-		if time.Now().After(deadline) { // the second round's answer is on its way to the actor
-			t.Fatal("the pops were not parked")
+	// The second round's answer is on its way to the actor.
+	eventually(t, func() error {
+		if b.ParkedByQueue()["q"] != 2 {
+			return errors.New("the pops were not parked")
 		}
-	}
+		return nil
+	})
 
 	b.freed("q", id("P1"), "g")
 	if got := nextRound(); len(got) != 1 || got[0] != id("P1") {
@@ -463,7 +454,7 @@ func TestQueue_RowReadAgainAfterEmptyPops(t *testing.T) {
 		}
 		return make([]queengo.ClaimResult, len(claims)), nil
 	}
-	b := newTestBrokerWith(t, Config{Store: f}, func(d *deps) { d.clock = clk })
+	b := setup(t, Config{Store: f}, withClock(clk)).b
 	pop := func() {
 		t.Helper()
 		w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 1})

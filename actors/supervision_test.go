@@ -13,49 +13,19 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// testPanic makes the actor that receives it panic (panicOnTestPanic).
-type testPanic struct{}
-
-// panicOnTestPanic is receiver middleware that turns a testPanic into a
-// panic inside the actor, as a bug would.
-func panicOnTestPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
-	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		if _, ok := env.Message.(*testPanic); ok {
-			panic("a bug")
-		}
-		next(c, env)
-	}
-}
-
-// waitFor waits for one signal of s, failing the test after d.
-func waitFor(t *testing.T, s *testSignal, what string, d time.Duration) {
-	t.Helper()
-	select {
-	case <-s.ch:
-	case <-time.After(d):
-		t.Fatalf("%s did not happen within %v", what, d)
-	}
-}
-
+// supervisionBundle is a broker on f whose actors run on clock and panic
+// at a testPanic.
 type supervisionBundle struct {
-	b       *Broker
-	f       *fakeStore
-	clock   *testClock
-	signals *testSignals
+	*bundle
+	clock *testClock
 }
 
+// setupSupervision starts a supervisionBundle.
 func setupSupervision(t *testing.T, f *fakeStore) *supervisionBundle {
 	t.Helper()
-	s := &supervisionBundle{f: f, clock: newTestClock(), signals: &testSignals{}}
-	s.signals.idleChecked.init()
-	s.signals.passivated.init()
-	s.signals.restarted.init()
-	s.b = newTestBrokerWith(t, Config{Store: f, RequestTimeout: 5 * time.Second}, func(d *deps) {
-		d.clock = s.clock
-		d.signals = s.signals
-		d.props = []actor.PropsOption{actor.WithReceiverMiddleware(panicOnTestPanic)}
-	})
-	return s
+	clock := newTestClock()
+	return &supervisionBundle{bundle: setup(t, Config{Store: f, RequestTimeout: 5 * time.Second}, withClock(clock),
+		withMiddleware(panicOnTestPanic)), clock: clock}
 }
 
 // checkIdle runs one idle check of every actor, as the registry's timer does.
@@ -92,7 +62,7 @@ func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
 		parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 
 		s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
-		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+		waitFor(t, &s.signals.restarted, "the failed actor answering")
 		if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
 			t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 		}
@@ -120,7 +90,7 @@ func TestSupervision_FailedActorAnswersWhatItHeldAndIsReplaced(t *testing.T) {
 		k := scopeKey{namespace: "ns"}
 		parked := sendPop(s.b, k, &queengo.PopRequest{Namespace: "ns", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 		s.b.system.Root.Send(s.b.scopeHandle(k).pid, &testPanic{})
-		waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+		waitFor(t, &s.signals.restarted, "the failed actor answering")
 		if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
 			t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 		}
@@ -141,9 +111,9 @@ func TestPassivation_IdleActorStopsAndIsRespawnedOnDemand(t *testing.T) {
 	}
 	old := s.b.queueHandle("q")
 	s.checkIdle() // the push came since the last check: it stays
-	waitFor(t, &s.signals.idleChecked, "the first idle check", 5*time.Second)
+	waitFor(t, &s.signals.idleChecked, "the first idle check")
 	s.checkIdle()
-	waitFor(t, &s.signals.passivated, "the passivation", 5*time.Second)
+	waitFor(t, &s.signals.passivated, "the passivation")
 	if _, ok := s.b.dir.queues.Load("q"); ok || !old.retired() {
 		t.Fatalf("after passivation: still in the directory %v, retired %v", ok, old.retired())
 	}
@@ -175,10 +145,10 @@ func TestPassivation_WritersOfQuietPartitionsAreForgotten(t *testing.T) {
 	push("quiet")
 	push("busy")
 	s.checkIdle()
-	waitFor(t, &s.signals.idleChecked, "the first idle check", 5*time.Second)
+	waitFor(t, &s.signals.idleChecked, "the first idle check")
 	push("busy")
 	s.checkIdle()
-	waitFor(t, &s.signals.idleChecked, "the second idle check", 5*time.Second)
+	waitFor(t, &s.signals.idleChecked, "the second idle check")
 	push("quiet")
 	push("busy")
 	if q, b := s.f.ensuredOf("quiet"), s.f.ensuredOf("busy"); q != 2 || b != 1 {
@@ -194,7 +164,7 @@ func TestPassivation_ActorWithAParkedPopStays(t *testing.T) {
 	w := sendPop(s.b, scopeKey{task: "t"}, &queengo.PopRequest{Task: "t", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 	for range 3 {
 		s.checkIdle()
-		waitFor(t, &s.signals.idleChecked, "an idle check", 5*time.Second)
+		waitFor(t, &s.signals.idleChecked, "an idle check")
 	}
 	if h := s.b.scopeHandle(scopeKey{task: "t"}); h.retired() {
 		t.Fatal("an actor with a parked pop was passivated")
@@ -211,7 +181,7 @@ func TestPassivation_ActorWithAParkedPopStays(t *testing.T) {
 // parking; the parked ones wait on.
 func TestLongPoll_TooManyParkedIsAnError(t *testing.T) {
 	t.Parallel()
-	b := newTestBrokerWith(t, Config{Store: newFakeStore(), ClaimsInFlight: 1}, func(d *deps) { d.maxParked = 1 })
+	b := setup(t, Config{ClaimsInFlight: 1}, func(d *deps) { d.maxParked = 1 }).b
 	long := func() *waiter {
 		return sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 	}
@@ -249,15 +219,11 @@ func TestLongPoll_DeadlineOnTheActorsClock(t *testing.T) {
 	drain()
 	w := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Minute})
 	<-claimed
-	select {
-	case <-s.clock.armed: // parked: the actor's timer points at the key's re-check
-	case <-time.After(5 * time.Second):
-		t.Fatal("the actor never armed its timer")
-	}
+	waitChan(t, s.clock.armed, "the actor arming its timer") // parked: the timer points at the key's re-check
 	select {
 	case r := <-w.reply:
 		t.Fatalf("answered %+v %v before its deadline", r.res, r.err)
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(50 * time.Millisecond): // real time passes, the actor's clock does not
 	}
 	s.clock.Advance(time.Minute)
 	if r := await(t, w, 5*time.Second); r.err != nil || len(r.res.Messages) != 0 {
@@ -287,7 +253,7 @@ func TestSupervision_PopWhoseRoundWasInFlightGetsWhatItClaimed(t *testing.T) {
 	<-inClaim
 	parked := sendPop(s.b, "q", &queengo.PopRequest{Queue: "q", Group: "g", Batch: 1, Wait: true, Timeout: time.Hour})
 	s.b.system.Root.Send(s.b.queuePID("q"), &testPanic{})
-	waitFor(t, &s.signals.restarted, "the failed actor answering", 5*time.Second)
+	waitFor(t, &s.signals.restarted, "the failed actor answering")
 	if r := await(t, parked, time.Second); !errors.Is(r.err, queengo.ErrActorFailed) {
 		t.Fatalf("the parked pop answered %+v %v, want ErrActorFailed", r.res, r.err)
 	}
@@ -320,7 +286,7 @@ func TestClose_HeldPopWhoseRoundWasInFlightAnswersEmpty(t *testing.T) {
 		}
 		return out, nil
 	}
-	b := newTestBroker(t, Config{Store: f})
+	b := setup(t, Config{Store: f}).b
 	w := sendPop(b, "q", &queengo.PopRequest{Queue: "q", Group: queengo.QueueModeGroup, Batch: 10, Wait: true,
 		Timeout: time.Minute})
 	<-inClaim
@@ -380,19 +346,15 @@ func TestSupervision_FailureHandlingARoundAnswersItsPops(t *testing.T) {
 			f.claim = func(_ context.Context, claims []queengo.ClaimParams) ([]queengo.ClaimResult, error) {
 				return deliverOwn(claims), nil
 			}
-			clock, signals := &panicClock{testClock: newTestClock()}, &testSignals{}
-			signals.restarted.init()
-			b := newTestBrokerWith(t, Config{Store: f, RequestTimeout: 5 * time.Second}, func(d *deps) {
-				d.clock, d.signals = clock, signals
-				d.props = []actor.PropsOption{actor.WithReceiverMiddleware(clock.failOnFirstRound)}
-			})
-			w := sendPop(b, tc.target, tc.req())
-			waitFor(t, &signals.restarted, "the failed actor answering", 5*time.Second)
+			clock := &panicClock{testClock: newTestClock()}
+			s := setup(t, Config{Store: f, RequestTimeout: 5 * time.Second}, withClock(clock), withMiddleware(clock.failOnFirstRound))
+			w := sendPop(s.b, tc.target, tc.req())
+			waitFor(t, &s.signals.restarted, "the failed actor answering")
 			r := await(t, w, time.Second)
 			if r.err != nil || len(r.res.Messages) != 1 || r.res.Messages[0].TransactionID != w.leaseID.String() {
 				t.Fatalf("the pop of the round answered %+v %v, want the message it claimed", r.res, r.err)
 			}
-			if r := await(t, sendPop(b, tc.target, tc.req()), 5*time.Second); r.err != nil || len(r.res.Messages) != 1 {
+			if r := await(t, sendPop(s.b, tc.target, tc.req()), 5*time.Second); r.err != nil || len(r.res.Messages) != 1 {
 				t.Fatalf("pop after the restart: %+v %v", r.res, r.err)
 			}
 		})

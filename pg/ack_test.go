@@ -13,22 +13,20 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/pg"
 )
 
-// leasedPair opens a store with a queue of partitions a and b, one message
-// each, both claimed in queue mode under one lease.
-func leasedPair(t *testing.T) (*pg.Store, queengo.Queue, []uuid.UUID, uuid.UUID) {
+// leasedPair creates a queue of partitions a and b (namedQueue), both
+// claimed in queue mode under one lease.
+func (b *bundle) leasedPair(t *testing.T) (queengo.Queue, []uuid.UUID, uuid.UUID) {
 	t.Helper()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b")
+	q, parts := b.namedQueue(t, "a", "b")
 	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
+	res, err := b.s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
 		Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
 	if err != nil || res[0].Err != nil || len(res[0].Messages) != 2 {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	return s, q, parts, lease
+	return q, parts, lease
 }
 
 // TestAckExtend_OneCommitExtendsThenAcks: AckExtend answers every extension
@@ -40,8 +38,9 @@ func leasedPair(t *testing.T) (*pg.Store, queengo.Queue, []uuid.UUID, uuid.UUID)
 func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, parts, lease := leasedPair(t)
-	acks, ext, err := s.AckExtend(ctx,
+	b := setup(t)
+	q, parts, lease := b.leasedPair(t)
+	acks, ext, err := b.s.AckExtend(ctx,
 		[]queengo.AckItem{
 			{PartitionID: parts[0], TransactionID: "m-a", Status: "completed", Group: queengo.QueueModeGroup, LeaseID: lease,
 				Offset: 1},
@@ -69,7 +68,7 @@ func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 		}
 	}
 	// Partition b's span is still under the lease, now extended; a's ended.
-	_, ext, err = s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 1}})
+	_, ext, err = b.s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 1}})
 	if err != nil || len(ext) != 1 || ext[0].ExpiresAt == "" {
 		t.Fatalf("extending the lease of b alone: %+v %v", ext, err)
 	}
@@ -82,13 +81,14 @@ func TestAckExtend_OneCommitExtendsThenAcks(t *testing.T) {
 func TestAckExtend_EndMakesTheLeasedMessagesClaimableAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, _, lease := leasedPair(t)
-	_, ext, err := s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, End: true}})
+	b := setup(t)
+	q, _, lease := b.leasedPair(t)
+	_, ext, err := b.s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, End: true}})
 	if err != nil || len(ext) != 1 || ext[0].Failure != "" {
 		t.Fatalf("ending the lease: %+v %v", ext, err)
 	}
 	again := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10,
+	res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10,
 		LeaseID: again}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("claim after the end: %+v %v", res, err)
@@ -101,18 +101,17 @@ func TestAckExtend_EndMakesTheLeasedMessagesClaimableAtOnce(t *testing.T) {
 	if !slices.Equal(txids, []string{"m-a", "m-b"}) {
 		t.Fatalf("the claim after the end took %v, want both messages of the ended lease", txids)
 	}
-	_, ext, err = s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 60}, {Lease: lease, End: true}})
+	_, ext, err = b.s.AckExtend(ctx, nil, []queengo.LeaseExtend{{Lease: lease, Seconds: 60}, {Lease: lease, End: true}})
 	if err != nil || len(ext) != 2 || ext[0].Failure != queengo.LeaseNotFound || ext[1].Failure != queengo.LeaseNotFound {
 		t.Fatalf("the ended lease after the new claim: %+v %v, want lease_not_found twice", ext, err)
 	}
 }
 
-// heldPair is a store with partitions a and b, one message each, a cursor
+// heldPair is a queue with partitions a and b, one message each, a cursor
 // of group 'merged' on each leased over it, and a session (holder) that
 // holds the cursor of the lower partition id locked in an open transaction
 // until release.
 type heldPair struct {
-	s              *pg.Store
 	lo, hi         uuid.UUID
 	nameLo, nameHi string
 	holder         *pgx.Conn
@@ -121,23 +120,22 @@ type heldPair struct {
 
 // holdLowerCursor makes a heldPair whose lower cursor carries loLease and
 // higher one hiLease.
-func holdLowerCursor(t *testing.T, loLease, hiLease uuid.UUID) heldPair {
+func (b *bundle) holdLowerCursor(t *testing.T, loLease, hiLease uuid.UUID) heldPair {
 	t.Helper()
 	ctx := context.Background()
-	m := heldPair{s: openStore(t), nameLo: "a", nameHi: "b"}
-	_, parts := lockQueue(t, m.s, "a", "b")
+	m := heldPair{nameLo: "a", nameHi: "b"}
+	_, parts := b.namedQueue(t, "a", "b")
 	m.lo, m.hi = parts[0], parts[1]
 	if bytes.Compare(m.lo[:], m.hi[:]) > 0 {
 		m.lo, m.hi, m.nameLo, m.nameHi = m.hi, m.lo, "b", "a"
 	}
-	setup := session(t, "10s")
 	for _, c := range []struct{ part, lease uuid.UUID }{{m.lo, loLease}, {m.hi, hiLease}} {
-		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
+		if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
 VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String(), c.lease.String()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m.holder = session(t, "10s")
+	m.holder = b.session(t, "10s")
 	tx, err := m.holder.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -160,11 +158,12 @@ VALUES ($1, 'merged', 0, $2, 1, now() + interval '60 seconds')`, c.part.String()
 func TestLockOrder_AckExtendLocksAllCursorsInOneOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	b := setup(t)
 	lease := uuid.Must(uuid.NewV7())
-	m := holdLowerCursor(t, uuid.Must(uuid.NewV7()), lease)
+	m := b.holdLowerCursor(t, uuid.Must(uuid.NewV7()), lease)
 	done := make(chan error, 1)
 	go func() {
-		_, ext, err := m.s.AckExtend(ctx,
+		_, ext, err := b.s.AckExtend(ctx,
 			[]queengo.AckItem{{PartitionID: m.lo, TransactionID: "m-" + m.nameLo, Status: "completed", Group: "merged"}},
 			[]queengo.LeaseExtend{{Lease: lease, Seconds: 120}})
 		if err == nil && ext[0].ExpiresAt == "" {
@@ -172,7 +171,7 @@ func TestLockOrder_AckExtendLocksAllCursorsInOneOrder(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitHigherCursorFree(t, m.holder, m.hi, "merged", "AckExtend")
+	b.waitHigherCursorFree(t, m.holder, m.hi, "merged", "AckExtend")
 	m.release()
 	if err := <-done; err != nil {
 		t.Fatalf("AckExtend: %v", err)
@@ -189,11 +188,12 @@ func TestLockOrder_AckExtendLocksAllCursorsInOneOrder(t *testing.T) {
 func TestLockOrder_AnAckWithSpansLocksAllCursorsInOneOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	b := setup(t)
 	lease := uuid.Must(uuid.NewV7())
-	m := holdLowerCursor(t, lease, lease)
+	m := b.holdLowerCursor(t, lease, lease)
 	done := make(chan error, 1)
 	go func() {
-		res, err := m.s.Ack(ctx, []queengo.AckItem{
+		res, err := b.s.Ack(ctx, []queengo.AckItem{
 			{PartitionID: m.hi, TransactionID: "m-" + m.nameHi, Status: "completed", Group: "merged", LeaseID: lease, Offset: 1},
 			{PartitionID: m.lo, TransactionID: "m-" + m.nameLo, Status: "completed", Group: "merged"},
 		})
@@ -202,7 +202,7 @@ func TestLockOrder_AnAckWithSpansLocksAllCursorsInOneOrder(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitHigherCursorFree(t, m.holder, m.hi, "merged", "Ack")
+	b.waitHigherCursorFree(t, m.holder, m.hi, "merged", "Ack")
 	m.release()
 	if err := <-done; err != nil {
 		t.Fatalf("Ack: %v", err)
@@ -255,26 +255,17 @@ func TestAck_SpanPathMatchesItemLoop(t *testing.T) {
 func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, lease uuid.UUID, off int64), runs bool) {
 	t.Helper()
 	ctx := context.Background()
-	s := openStore(t)
+	b := setup(t)
 	const n = 8
-	q, err := s.EnsureQueue(ctx, "ackpaths-"+uuid.NewString()[:8])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pids := map[string]uuid.UUID{}
-	for _, name := range []string{"x", "y"} {
-		if pids[name], err = s.EnsurePartition(ctx, q.ID, name); err != nil {
-			t.Fatal(err)
-		}
-		frames := make([]queengo.Frame, n)
-		for i := range frames {
-			frames[i] = frame(fmt.Sprintf("%s-%d", name, i))
-		}
-		if _, err := s.Append(ctx, []queengo.Segment{{Partition: pids[name], Frames: frames}}); err != nil {
-			t.Fatal(err)
+	names, txids := []string{"x", "y"}, make([][]string, 2)
+	for i, name := range names {
+		for k := range n {
+			txids[i] = append(txids[i], fmt.Sprintf("%s-%d", name, k))
 		}
 	}
-	db := session(t, "10s")
+	q, ids := b.queue(t, names, txids)
+	pids := map[string]uuid.UUID{"x": ids[0], "y": ids[1]}
+	db := b.conn(t)
 	cursor := func(part uuid.UUID, group string) string {
 		var out string
 		if err := db.QueryRow(ctx, `SELECT format('committed=%s leased=%s lease_end=%s acked=%s consumed=%s', committed,
@@ -290,7 +281,7 @@ func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, 
 		leases := map[string]uuid.UUID{}
 		for name, pid := range pids {
 			leases[name] = uuid.Must(uuid.NewV7())
-			res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid,
+			res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid,
 				Candidates: []uuid.UUID{pid}, MaxParts: 1, Group: group, Batch: n, LeaseID: leases[name]}})
 			if err != nil || res[0].Err != nil || len(res[0].Messages) != n {
 				t.Fatalf("claim %s: %+v %v", name, res, err)
@@ -331,11 +322,11 @@ func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, 
 			xs := items("x")
 			ys := items("y")
 			ys = append(ys, ys[rng.IntN(len(ys))])
-			xr, err := s.Ack(ctx, xs)
+			xr, err := b.s.Ack(ctx, xs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			yr, err := s.Ack(ctx, ys)
+			yr, err := b.s.Ack(ctx, ys)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +351,8 @@ func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, 
 func TestExtendLeases_HintsOrAScanFindTheLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, parts, lease := leasedPair(t)
+	b := setup(t)
+	_, parts, lease := b.leasedPair(t)
 	hints := []queengo.CursorKey{{Partition: parts[0], Group: queengo.QueueModeGroup},
 		{Partition: parts[1], Group: queengo.QueueModeGroup}}
 	for _, c := range []struct {
@@ -374,12 +366,12 @@ func TestExtendLeases_HintsOrAScanFindTheLease(t *testing.T) {
 			Cursors: []queengo.CursorKey{{Partition: parts[0], Group: "another"}}}, queengo.LeaseNotFound},
 		{"unknown, scanned", queengo.LeaseExtend{Lease: uuid.New(), Seconds: 120}, queengo.LeaseNotFound},
 	} {
-		_, ext, err := s.AckExtend(ctx, nil, []queengo.LeaseExtend{c.ext})
+		_, ext, err := b.s.AckExtend(ctx, nil, []queengo.LeaseExtend{c.ext})
 		if err != nil || len(ext) != 1 || ext[0].Failure != c.failure || (c.failure == "") != (ext[0].ExpiresAt != "") {
 			t.Fatalf("%s: %+v %v, want failure %q", c.name, ext, err, c.failure)
 		}
 	}
-	db := session(t, "10s")
+	db := b.conn(t)
 	var n int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM queen.cursors
  WHERE partition_id = ANY ($1::uuid[]) AND lease_id = $2 AND lease_expires_at > now() + interval '170 seconds'
@@ -395,9 +387,9 @@ func TestExtendLeases_HintsOrAScanFindTheLease(t *testing.T) {
 func TestCursorUpdates_AreHOT(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	_, parts := lockQueue(t, s, "a")
-	db := session(t, "10s")
+	b := setup(t)
+	_, parts := b.namedQueue(t, "a")
+	db := b.conn(t)
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -432,8 +424,9 @@ func TestCursorUpdates_AreHOT(t *testing.T) {
 func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, q, parts, lease := leasedPair(t)
-	db := session(t, "10s")
+	b := setup(t)
+	q, parts, lease := b.leasedPair(t)
+	db := b.conn(t)
 	if _, err := db.Exec(ctx, `DELETE FROM queen.txids WHERE partition_id = ANY ($1::uuid[])`, []string{parts[0].String(), parts[1].String()}); err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +444,7 @@ func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
 		{"loop", item(parts[1], "m-b", "failed", 1), queengo.AckResult{Failure: queengo.AckMessageNotFound}},
 		{"set path, b", item(parts[1], "m-b", "completed", 1), queengo.AckResult{Success: true, LeaseReleased: true, Queue: q.Name, Partition: "b"}},
 	} {
-		res, err := s.Ack(ctx, []queengo.AckItem{c.item})
+		res, err := b.s.Ack(ctx, []queengo.AckItem{c.item})
 		if err != nil || len(res) != 1 || res[0] != c.want {
 			t.Fatalf("%s: %+v %v, want %+v", c.name, res, err, c.want)
 		}
@@ -468,19 +461,16 @@ func TestAck_AKnownOffsetSparesTheLookup(t *testing.T) {
 func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a")
-	frames := []queengo.Frame{frame("m-2"), frame("m-3"), frame("m-4")}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: parts[0], Frames: frames}}); err != nil {
-		t.Fatal(err)
-	}
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a")
+	b.append(t, segOf(parts[0], "m-2", "m-3", "m-4"))
 	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+	res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
 		Batch: 10, LeaseID: lease}})
 	if err != nil || res[0].Err != nil || len(res[0].Messages) != 4 {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	db := session(t, "10s")
+	db := b.conn(t)
 	txids := []string{"m-a", "m-2", "m-3", "m-4", "m-5"} // by offset, from 1
 	spans := func(lease uuid.UUID, first, last int64) string {
 		t.Helper()
@@ -542,19 +532,16 @@ func TestAckSpans_ApplyOnlyARunRightAfterCommitted(t *testing.T) {
 func TestAckSpans_TwoSpansOfOneCursorInOneCall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a")
-	frames := []queengo.Frame{frame("t-2"), frame("t-3"), frame("t-4"), frame("t-5")}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: parts[0], Frames: frames}}); err != nil {
-		t.Fatal(err)
-	}
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a")
+	b.append(t, segOf(parts[0], "t-2", "t-3", "t-4", "t-5"))
 	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
+	res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup,
 		Batch: 10, LeaseID: lease}})
 	if err != nil || res[0].Err != nil || len(res[0].Messages) != 5 {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	db := session(t, "10s")
+	db := b.conn(t)
 	part, group := parts[0].String(), queengo.QueueModeGroup
 	var out string
 	if err := db.QueryRow(ctx, `SELECT string_agg(format('%s/%s %s released=%s', k, idx, success, released), ',' ORDER BY k, idx)

@@ -15,20 +15,20 @@ import (
 // their results in item order.
 func TestAckClaim_APartitionTheAckFreesIsClaimedInTheSameCall(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, parts := claimQueue(t, s, 2)
+	b := setup(t)
+	q, parts := b.countedQueue(t, 2)
 	p := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	first := claimOK(t, s, p)
+	first := b.claimOK(t, p)
 	if len(first[0].Messages) != 1 {
 		t.Fatalf("first claim: %+v", first[0])
 	}
 	msg := first[0].Messages[0]
 	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	if res := claimOK(t, s, next); len(res[0].Messages) != 0 {
+	if res := b.claimOK(t, next); len(res[0].Messages) != 0 {
 		t.Fatalf("a claim while the lease is live took %+v", res[0])
 	}
 
-	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{
+	acks, res, err := b.s.AckClaim(context.Background(), []queengo.AckItem{
 		{PartitionID: parts[0], TransactionID: msg.TransactionID, Status: "completed", Group: "g", LeaseID: p[0].LeaseID},
 		{PartitionID: parts[0], TransactionID: "nope", Status: "completed", Group: "g"},
 	}, next)
@@ -50,10 +50,10 @@ func TestAckClaim_APartitionTheAckFreesIsClaimedInTheSameCall(t *testing.T) {
 // error, and the claims run again on their own and are served.
 func TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, parts := claimQueue(t, s, 1)
+	b := setup(t)
+	q, parts := b.countedQueue(t, 1)
 	// A NUL byte is not valid in PostgreSQL text: the ack statement fails.
-	acks, res, err := s.AckClaim(context.Background(), []queengo.AckItem{
+	acks, res, err := b.s.AckClaim(context.Background(), []queengo.AckItem{
 		{PartitionID: parts[0], TransactionID: "p0-0\x00", Status: "completed", Group: "g"},
 	}, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1}))
 	if err == nil || acks != nil {
@@ -74,10 +74,10 @@ func TestAckClaim_AnAckThatFailsItsStatementLeavesTheClaimsServed(t *testing.T) 
 func TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := claimQueue(t, s, 3, 1)
+	b := setup(t)
+	q, parts := b.countedQueue(t, 3, 1)
 	p := pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 2, MaxParts: 1})
-	first := claimOK(t, s, p)
+	first := b.claimOK(t, p)
 	items := map[string]queengo.AckItem{}
 	for i, r := range first {
 		for _, m := range r.Messages {
@@ -88,13 +88,13 @@ func TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound(t *testing.T) {
 	if len(items) != 3 || items["p0-1"].PartitionID != parts[0] {
 		t.Fatalf("first claims %+v", first)
 	}
-	if res, err := s.Ack(ctx, []queengo.AckItem{items["p0-1"]}); err != nil || !res[0].Success || res[0].LeaseReleased {
+	if res, err := b.s.Ack(ctx, []queengo.AckItem{items["p0-1"]}); err != nil || !res[0].Success || res[0].LeaseReleased {
 		t.Fatalf("ack of p0-1 ahead of p0-0: %+v %v", res, err)
 	}
 	stale := items["p1-0"]
 	stale.LeaseID = uuid.Must(uuid.NewV7())
 	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	acks, res, err := s.AckClaim(ctx, []queengo.AckItem{stale, items["p0-0"]}, next)
+	acks, res, err := b.s.AckClaim(ctx, []queengo.AckItem{stale, items["p0-0"]}, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +116,11 @@ func TestAckClaim_ASpanThatDoesNotApplyResolvesInTheRound(t *testing.T) {
 func TestAckClaim_AHandOffLeavesThePartitionRowAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := claimQueue(t, s, 2)
+	b := setup(t)
+	q, parts := b.countedQueue(t, 2)
 	p := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	msg := claimOK(t, s, p)[0].Messages[0]
-	c := session(t, "10s")
+	msg := b.claimOK(t, p)[0].Messages[0]
+	c := b.conn(t)
 	xmax := func() string {
 		var x string
 		if err := c.QueryRow(ctx, `SELECT xmax::text FROM queen.partitions WHERE id = $1`, parts[0].String()).Scan(&x); err != nil {
@@ -130,7 +130,7 @@ func TestAckClaim_AHandOffLeavesThePartitionRowAlone(t *testing.T) {
 	}
 	before := xmax()
 	next := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})
-	_, res, err := s.AckClaim(ctx, []queengo.AckItem{
+	_, res, err := b.s.AckClaim(ctx, []queengo.AckItem{
 		{PartitionID: parts[0], TransactionID: msg.TransactionID, Status: "completed", Group: "g", LeaseID: p[0].LeaseID},
 	}, next)
 	if err != nil || res[0].Err != nil || len(res[0].Messages) != 1 {

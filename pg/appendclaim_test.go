@@ -11,25 +11,6 @@ import (
 	"github.com/queengo/queengo"
 )
 
-// segOf is a segment of partition pid with one frame per transaction id.
-func segOf(pid uuid.UUID, txids ...string) queengo.Segment {
-	seg := queengo.Segment{Partition: pid}
-	for _, id := range txids {
-		seg.Frames = append(seg.Frames, frame(id))
-	}
-	return seg
-}
-
-// delivered lists the transaction ids a claim's messages carry.
-func delivered(r queengo.ClaimResult) []string {
-	var ids []string
-	for _, m := range r.Messages {
-		ids = append(ids, m.TransactionID)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // TestAppendClaim_TheClaimsFindTheMessagesOfTheWrite: the segments of an
 // AppendClaim are written first, in the round's transaction, so its claims
 // take the messages they bring, whether the round's pops take one partition
@@ -38,7 +19,7 @@ func delivered(r queengo.ClaimResult) []string {
 func TestAppendClaim_TheClaimsFindTheMessagesOfTheWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
+	b := setup(t)
 	for _, tc := range []struct {
 		name  string
 		met   bool // the group met the partitions in an earlier round
@@ -50,11 +31,11 @@ func TestAppendClaim_TheClaimsFindTheMessagesOfTheWrite(t *testing.T) {
 		{"any number, first contact", false, queengo.ClaimParams{Group: "g", Batch: 10}, 1, [][]string{{"a1", "a2", "b1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, parts := claimQueue(t, s, 0, 0)
+			q, parts := b.countedQueue(t, 0, 0)
 			if tc.met {
-				claimOK(t, s, pops(q, 1, tc.claim))
+				b.claimOK(t, pops(q, 1, tc.claim))
 			}
-			dups, res, seen, err := s.AppendClaim(ctx, []queengo.Segment{segOf(parts[0], "a1", "a2"), segOf(parts[1], "b1")},
+			dups, res, seen, err := b.s.AppendClaim(ctx, []queengo.Segment{segOf(parts[0], "a1", "a2"), segOf(parts[1], "b1")},
 				pops(q, tc.pops, tc.claim))
 			if err != nil || !seen {
 				t.Fatalf("AppendClaim: seen %v, %v", seen, err)
@@ -84,14 +65,14 @@ func TestAppendClaim_TheClaimsFindTheMessagesOfTheWrite(t *testing.T) {
 func TestAppendClaim_ClaimsThatMustRecordASubscriptionFirstMayMissTheWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := claimQueue(t, s, 0)
+	b := setup(t)
+	q, parts := b.countedQueue(t, 0)
 	claims := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 10, MaxParts: 1, SubMode: queengo.SubscriptionAll})
-	dups, _, seen, err := s.AppendClaim(ctx, []queengo.Segment{segOf(parts[0], "a1")}, claims)
+	dups, _, seen, err := b.s.AppendClaim(ctx, []queengo.Segment{segOf(parts[0], "a1")}, claims)
 	if err != nil || seen || len(dups) != 1 || dups[0][0] != uuid.Nil {
 		t.Fatalf("AppendClaim: dups %v, seen %v, %v; want the write and seen false", dups, seen, err)
 	}
-	res := claimOK(t, s, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 10, MaxParts: 1}))
+	res := b.claimOK(t, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 10, MaxParts: 1}))
 	if got := delivered(res[0]); !slices.Equal(got, []string{"a1"}) {
 		t.Fatalf("the next claim got %v, want a1", got)
 	}
@@ -103,9 +84,9 @@ func TestAppendClaim_ClaimsThatMustRecordASubscriptionFirstMayMissTheWrite(t *te
 // served.
 func TestAppendClaim_AWriteThatFailsLeavesTheClaimsServed(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, _ := claimQueue(t, s, 1)
-	dups, res, seen, err := s.AppendClaim(context.Background(), []queengo.Segment{segOf(uuid.New(), "x")},
+	b := setup(t)
+	q, _ := b.countedQueue(t, 1)
+	dups, res, seen, err := b.s.AppendClaim(context.Background(), []queengo.Segment{segOf(uuid.New(), "x")},
 		pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1}))
 	if !errors.Is(err, queengo.ErrNotFound) || dups != nil || seen {
 		t.Fatalf("AppendClaim: dups %v, seen %v, %v; want ErrNotFound", dups, seen, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,68 +15,14 @@ import (
 	"github.com/queengo/queengo/pg"
 )
 
-// claimQueue creates a queue whose partitions p0, p1, ... hold counts[i]
-// messages each (transaction ids "<partition>-<k>").
-func claimQueue(t *testing.T, s *pg.Store, counts ...int) (queengo.Queue, []uuid.UUID) {
-	t.Helper()
-	ctx := context.Background()
-	q, err := s.EnsureQueue(ctx, "claimround-"+uuid.NewString()[:8])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]uuid.UUID, len(counts))
-	for i, n := range counts {
-		name := "p" + strconv.Itoa(i)
-		if ids[i], err = s.EnsurePartition(ctx, q.ID, name); err != nil {
-			t.Fatal(err)
-		}
-		seg := queengo.Segment{Partition: ids[i]}
-		for k := range n {
-			seg.Frames = append(seg.Frames, frame(fmt.Sprintf("%s-%d", name, k)))
-		}
-		if n > 0 {
-			if _, err := s.Append(ctx, []queengo.Segment{seg}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return q, ids
-}
-
-func pops(q queengo.Queue, n int, p queengo.ClaimParams) []queengo.ClaimParams {
-	out := make([]queengo.ClaimParams, n)
-	for i := range out {
-		out[i] = p
-		out[i].QueueIDs = []uuid.UUID{q.ID}
-		if !p.AutoAck {
-			out[i].LeaseID = uuid.Must(uuid.NewV7())
-		}
-	}
-	return out
-}
-
-func claimOK(t *testing.T, s *pg.Store, claims []queengo.ClaimParams) []queengo.ClaimResult {
-	t.Helper()
-	res, err := s.Claim(context.Background(), claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("claim %d: %v", i, r.Err)
-		}
-	}
-	return res
-}
-
 // TestClaimRound_PopsOfOneRoundTakeDistinctPartitions: the pops of one round
 // (partitions=1) each lease a partition of their own, in claim order, and
 // the one left over reports the partitions still claimable.
 func TestClaimRound_PopsOfOneRoundTakeDistinctPartitions(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, _ := claimQueue(t, s, 2, 2, 2, 2)
-	res := claimOK(t, s, pops(q, 3, queengo.ClaimParams{Group: "g", Batch: 5, MaxParts: 1}))
+	b := setup(t)
+	q, _ := b.countedQueue(t, 2, 2, 2, 2)
+	res := b.claimOK(t, pops(q, 3, queengo.ClaimParams{Group: "g", Batch: 5, MaxParts: 1}))
 	seen := map[uuid.UUID]bool{}
 	for i, r := range res {
 		if len(r.Spans) != 1 || len(r.Messages) != 2 || r.Taken != 2 {
@@ -98,9 +43,9 @@ func TestClaimRound_PopsOfOneRoundTakeDistinctPartitions(t *testing.T) {
 // leased in part is not claimable for another pop of the group.
 func TestClaimRound_BudgetSpansPartitions(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, _ := claimQueue(t, s, 2, 2, 2)
-	res := claimOK(t, s, pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 5}))
+	b := setup(t)
+	q, _ := b.countedQueue(t, 2, 2, 2)
+	res := b.claimOK(t, pops(q, 2, queengo.ClaimParams{Group: "g", Batch: 5}))
 	if got := len(res[0].Messages); got != 5 || len(res[0].Spans) != 3 || res[0].Taken != 5 {
 		t.Fatalf("first pop: %d messages in %d spans, taken %d; want 5 in 3", got, len(res[0].Spans), res[0].Taken)
 	}
@@ -119,7 +64,7 @@ func TestClaimRound_BudgetSpansPartitions(t *testing.T) {
 // and are reported ready.
 func TestClaimRound_UncappedPopsSharePartitionsInOrder(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	b := setup(t)
 	for _, c := range []struct {
 		name   string
 		counts []int
@@ -134,8 +79,8 @@ func TestClaimRound_UncappedPopsSharePartitionsInOrder(t *testing.T) {
 		{"short", []int{1, 1, 1}, 2, 5, []int{3, 0}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			q, _ := claimQueue(t, s, c.counts...)
-			res := claimOK(t, s, pops(q, c.pops, queengo.ClaimParams{Group: "g", Batch: c.batch}))
+			q, _ := b.countedQueue(t, c.counts...)
+			res := b.claimOK(t, pops(q, c.pops, queengo.ClaimParams{Group: "g", Batch: c.batch}))
 			seen, ready := map[uuid.UUID]bool{}, 0
 			for i, r := range res {
 				if len(r.Messages) != c.got[i] || r.Taken != c.got[i] {
@@ -163,9 +108,9 @@ func TestClaimRound_UncappedPopsSharePartitionsInOrder(t *testing.T) {
 func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, ids := claimQueue(t, s, 2, 2, 2)
-	c := session(t, "10s")
+	b := setup(t)
+	q, ids := b.countedQueue(t, 2, 2, 2)
+	c := b.conn(t)
 	if _, err := c.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed)
 		SELECT unnest($1::uuid[]), 'g', 0`, []string{ids[0].String(), ids[1].String(), ids[2].String()}); err != nil {
 		t.Fatal(err)
@@ -186,7 +131,7 @@ func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testi
 		}
 		return claims
 	}
-	res := claimOK(t, s, pinned(ids[0], ids[1], ids[2]))
+	res := b.claimOK(t, pinned(ids[0], ids[1], ids[2]))
 	want := [][]string{nil, {"p1-0", "p1-1"}, {"p2-0", "p2-1"}}
 	for i, r := range res {
 		if got := delivered(r); !slices.Equal(got, want[i]) {
@@ -196,7 +141,7 @@ func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testi
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res = claimOK(t, s, pinned(ids[0], ids[1]))
+	res = b.claimOK(t, pinned(ids[0], ids[1]))
 	if got := delivered(res[0]); !slices.Equal(got, []string{"p0-0", "p0-1"}) {
 		t.Fatalf("pop restricted to p0, once free, got %v", got)
 	}
@@ -213,9 +158,8 @@ func TestClaimRound_PopsOfTheSinglePartitionRouteTakeOnlyTheirPartition(t *testi
 // that no longer exists gets nothing, without an error.
 func TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := openStore(t)
-	q, ids := claimQueue(t, s, 2, 1)
+	b := setup(t)
+	q, ids := b.countedQueue(t, 2, 1)
 	pinned := func(group, mode string, parts ...uuid.UUID) []queengo.ClaimParams {
 		claims := pops(q, len(parts), queengo.ClaimParams{Group: group, Batch: 5, MaxParts: 1, SubMode: mode})
 		for i, pid := range parts {
@@ -223,21 +167,19 @@ func TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound(t *testing.T)
 		}
 		return claims
 	}
-	res := claimOK(t, s, pinned("g", "", ids[0], ids[0], ids[1], uuid.New()))
+	res := b.claimOK(t, pinned("g", "", ids[0], ids[0], ids[1], uuid.New()))
 	want := [][]string{{"p0-0", "p0-1"}, nil, {"p1-0"}, nil}
 	for i, r := range res {
 		if got := delivered(r); !slices.Equal(got, want[i]) {
 			t.Fatalf("pinned pop %d got %v, want %v", i, got, want[i])
 		}
 	}
-	res = claimOK(t, s, pinned("h", queengo.SubscriptionNew, ids[0]))
+	res = b.claimOK(t, pinned("h", queengo.SubscriptionNew, ids[0]))
 	if got := delivered(res[0]); len(got) != 0 {
 		t.Fatalf("a new group's pop with subscriptionMode=new got the backlog %v", got)
 	}
-	if _, err := s.Append(ctx, []queengo.Segment{segOf(ids[0], "later")}); err != nil {
-		t.Fatal(err)
-	}
-	res = claimOK(t, s, pinned("h", "", ids[0]))
+	b.append(t, segOf(ids[0], "later"))
+	res = b.claimOK(t, pinned("h", "", ids[0]))
 	if got := delivered(res[0]); !slices.Equal(got, []string{"later"}) {
 		t.Fatalf("after a push the new group's pop got %v, want the pushed message", got)
 	}
@@ -250,13 +192,13 @@ func TestClaimRound_PinnedPopsMeetTheirPartitionsInTheirFirstRound(t *testing.T)
 // partition another single-partition pop names, which that pop gets.
 func TestClaimRound_ASubscribeOnlyClaimTakesNoPartition(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	q, ids := claimQueue(t, s, 2, 2)
+	b := setup(t)
+	q, ids := b.countedQueue(t, 2, 2)
 	only := func(group, mode string) queengo.ClaimParams {
 		return pops(q, 1, queengo.ClaimParams{Group: group, Batch: 1, MaxParts: 1, SubMode: mode, SubscribeOnly: true})[0]
 	}
 	wildcard := pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1})[0]
-	res := claimOK(t, s, []queengo.ClaimParams{only("g", queengo.SubscriptionAll), wildcard})
+	res := b.claimOK(t, []queengo.ClaimParams{only("g", queengo.SubscriptionAll), wildcard})
 	if got := delivered(res[0]); len(got) != 0 {
 		t.Fatalf("beside a wildcard pop, the subscribe-only claim got %v", got)
 	}
@@ -264,7 +206,7 @@ func TestClaimRound_ASubscribeOnlyClaimTakesNoPartition(t *testing.T) {
 		t.Fatalf("the wildcard pop got %v, want one message", got)
 	}
 	pinned := pops(q, 1, queengo.ClaimParams{Group: "h", Batch: 1, MaxParts: 1, Partition: ids[1]})[0]
-	res = claimOK(t, s, []queengo.ClaimParams{only("h", queengo.SubscriptionNew), pinned})
+	res = b.claimOK(t, []queengo.ClaimParams{only("h", queengo.SubscriptionNew), pinned})
 	if got := delivered(res[0]); len(got) != 0 {
 		t.Fatalf("beside a pop of p1, the subscribe-only claim got %v", got)
 	}
@@ -273,10 +215,8 @@ func TestClaimRound_ASubscribeOnlyClaimTakesNoPartition(t *testing.T) {
 	if got := delivered(res[1]); len(got) != 0 {
 		t.Fatalf("the pop of p1 got %v past group h's record (subscriptionMode=new)", got)
 	}
-	if _, err := s.Append(context.Background(), []queengo.Segment{segOf(ids[1], "p1-new")}); err != nil {
-		t.Fatal(err)
-	}
-	res = claimOK(t, s, []queengo.ClaimParams{only("h", ""), pinned})
+	b.append(t, segOf(ids[1], "p1-new"))
+	res = b.claimOK(t, []queengo.ClaimParams{only("h", ""), pinned})
 	if got := delivered(res[1]); !slices.Equal(got, []string{"p1-new"}) {
 		t.Fatalf("the pop of p1 got %v, want p1-new", got)
 	}
@@ -289,35 +229,30 @@ func TestClaimRound_ASubscribeOnlyClaimTakesNoPartition(t *testing.T) {
 func TestClaimRound_FirstContactDoesNotWaitForAnIdlePop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, ids := claimQueue(t, s, 3)
-	first := claimOK(t, s, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
+	b := setup(t)
+	q, ids := b.countedQueue(t, 3)
+	first := b.claimOK(t, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
 	if len(first[0].Messages) != 1 {
 		t.Fatalf("first claim: %d messages", len(first[0].Messages))
 	}
-	p1, err := s.EnsurePartition(ctx, q.ID, "new")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: p1, Frames: []queengo.Frame{frame("new-0")}}}); err != nil {
-		t.Fatal(err)
-	}
+	p1 := b.partition(t, q, "new")
+	b.append(t, segOf(p1, "new-0"))
 	// p0 still has 2 messages and the new partition sorts first (never
 	// consumed): the pop is served by p0, the new partition is contacted.
-	res := claimOK(t, s, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
+	res := b.claimOK(t, pops(q, 1, queengo.ClaimParams{Group: "g", Batch: 1, MaxParts: 1, AutoAck: true}))
 	if len(res[0].Spans) != 1 || res[0].Spans[0].PartitionID != ids[0] {
 		t.Fatalf("second claim: %+v, want p0", res[0].Spans)
 	}
 	if len(res[0].Ready) != 1 || res[0].Ready[0] != p1 {
 		t.Fatalf("ready %v, want the new partition %v", res[0].Ready, p1)
 	}
-	c := session(t, "10s")
+	c := b.conn(t)
 	var cursors int
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1 AND consumer_group = 'g'`,
 		p1.String()).Scan(&cursors); err != nil || cursors != 1 {
 		t.Fatalf("cursors of g on the new partition after the round that met it: %d, %v", cursors, err)
 	}
-	next := claimOK(t, s, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 1, MaxParts: 1,
+	next := b.claimOK(t, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 1, MaxParts: 1,
 		AutoAck: true, Candidates: res[0].Ready}})
 	if len(next[0].Messages) != 1 || next[0].Messages[0].TransactionID != "new-0" {
 		t.Fatalf("claim of the ready partition: %+v", next[0].Messages)
@@ -335,12 +270,10 @@ func TestClaimRound_AFailedLaterPassDeliversNothingOfIt(t *testing.T) {
 	for _, auto := range []bool{false, true} {
 		t.Run(fmt.Sprintf("autoAck=%v", auto), func(t *testing.T) {
 			t.Parallel()
-			s, db := openFresh(t, "claimpass", pg.Config{})
-			if _, err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			q, _ := claimQueue(t, s, 3)
-			if err := db.Exec(`CREATE FUNCTION queen.fail_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+			b := setupFresh(t, "claimpass", pg.Config{})
+			b.migrate(t)
+			q, _ := b.countedQueue(t, 3)
+			if err := b.db.Exec(`CREATE FUNCTION queen.fail_claim() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN
 					IF NEW.consumer_group = 'g' AND (NEW.committed <> OLD.committed OR NEW.lease_id IS NOT NULL) THEN
 						RAISE EXCEPTION 'the pass fails at commit';
@@ -349,18 +282,18 @@ func TestClaimRound_AFailedLaterPassDeliversNothingOfIt(t *testing.T) {
 				END $$`); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.Exec(`CREATE CONSTRAINT TRIGGER fail_claim AFTER UPDATE ON queen.cursors
+			if err := b.db.Exec(`CREATE CONSTRAINT TRIGGER fail_claim AFTER UPDATE ON queen.cursors
 				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION queen.fail_claim()`); err != nil {
 				t.Fatal(err)
 			}
 			pop := queengo.ClaimParams{Group: "g", Batch: 3, MaxParts: 1, AutoAck: auto}
-			if got := delivered(claimOK(t, s, pops(q, 1, pop))[0]); len(got) != 0 {
+			if got := delivered(b.claimOK(t, pops(q, 1, pop))[0]); len(got) != 0 {
 				t.Fatalf("the failed pass delivered %v", got)
 			}
-			if err := db.Exec(`DROP TRIGGER fail_claim ON queen.cursors`); err != nil {
+			if err := b.db.Exec(`DROP TRIGGER fail_claim ON queen.cursors`); err != nil {
 				t.Fatal(err)
 			}
-			if got := delivered(claimOK(t, s, pops(q, 1, pop))[0]); !slices.Equal(got, []string{"p0-0", "p0-1", "p0-2"}) {
+			if got := delivered(b.claimOK(t, pops(q, 1, pop))[0]); !slices.Equal(got, []string{"p0-0", "p0-1", "p0-2"}) {
 				t.Fatalf("the next pop got %v, want the messages the failed pass read", got)
 			}
 		})
@@ -372,14 +305,14 @@ func TestClaimRound_AFailedLaterPassDeliversNothingOfIt(t *testing.T) {
 // message exactly once (autoAck), however their pops collide.
 func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	b := setup(t)
 	counts := make([]int, 8)
 	total := 0
 	for i := range counts {
 		counts[i] = 20 + i
 		total += counts[i]
 	}
-	q, _ := claimQueue(t, s, counts...)
+	q, _ := b.countedQueue(t, counts...)
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup
@@ -389,7 +322,7 @@ func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
 			defer wg.Done()
 			for range 200 {
 				p := queengo.ClaimParams{Group: "g", Batch: 1 + w, MaxParts: w % 2, AutoAck: true}
-				res, err := s.Claim(context.Background(), pops(q, 3, p))
+				res, err := b.s.Claim(context.Background(), pops(q, 3, p))
 				if err != nil {
 					t.Error(err)
 					return
@@ -430,11 +363,9 @@ func TestClaimRound_ConcurrentRoundsDeliverEachMessageOnce(t *testing.T) {
 func TestClaimPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := openFresh(t, "pgclaimplan", pg.Config{PoolSize: 1, AcquireTimeout: 5 * time.Second})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c := openExplain(t, db.URL)
+	b := setupFresh(t, "pgclaimplan", pg.Config{PoolSize: 1, AcquireTimeout: 5 * time.Second})
+	b.migrate(t)
+	c := b.explain(t)
 	// 100 partitions of 10 messages, a cursor of group g on each.
 	for _, q := range []string{
 		`INSERT INTO queen.queues (name) VALUES ('plan')`,

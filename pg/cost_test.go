@@ -51,26 +51,12 @@ type costScenario struct {
 	coalesce                     bool
 }
 
+// runCost drains one scenario's queue and prints what it cost.
 func runCost(t *testing.T, sc costScenario) {
 	ctx := context.Background()
-	s, err := pg.Open(ctx, pg.Config{URL: testURL, PoolSize: 1, AcquireTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	q, err := s.EnsureQueue(ctx, "cost-"+uuid.NewString()[:8])
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := make([]uuid.UUID, sc.parts)
-	for i := range parts {
-		if parts[i], err = s.EnsurePartition(ctx, q.ID, fmt.Sprintf("p%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := setup(t, func(c *pg.Config) { c.PoolSize = 1 })
+	defer b.s.Close() // before the next scenario's: backendPID wants one backend
+	q, parts := b.countedQueue(t, make([]int, sc.parts)...)
 	payload := []byte(`{"seq":1,"pad":"` + strings.Repeat("x", 80) + `"}`)
 	for n := 0; n < sc.messages; {
 		var segs []queengo.Segment
@@ -86,11 +72,11 @@ func runCost(t *testing.T, sc costScenario) {
 			}
 			segs = append(segs, seg)
 		}
-		if _, err := s.Append(ctx, segs); err != nil {
+		if _, err := b.s.Append(ctx, segs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pid := backendPID(t)
+	pid := b.backendPID(t)
 
 	// The first round is not measured: it plans the statements of the
 	// connection's functions.
@@ -104,7 +90,7 @@ func runCost(t *testing.T, sc costScenario) {
 		}
 		warm := rounds > 0
 		c0 := schedNS(t, pid)
-		res, err := s.Claim(ctx, claims)
+		res, err := b.s.Claim(ctx, claims)
 		if warm {
 			claimNS += schedNS(t, pid) - c0
 		}
@@ -140,7 +126,7 @@ func runCost(t *testing.T, sc costScenario) {
 		}
 		for _, items := range perPop {
 			c0 := schedNS(t, pid)
-			ar, err := s.Ack(ctx, items)
+			ar, err := b.s.Ack(ctx, items)
 			if warm {
 				ackNS += schedNS(t, pid) - c0
 				ackCalls++
@@ -168,14 +154,9 @@ func runCost(t *testing.T, sc costScenario) {
 
 // backendPID returns the pid of the store's one backend (application_name
 // queengo on the test database).
-func backendPID(t *testing.T) int {
+func (b *bundle) backendPID(t *testing.T) int {
 	t.Helper()
-	c, err := pgx.Connect(context.Background(), testURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	rows, err := c.Query(context.Background(), `SELECT pid FROM pg_stat_activity
+	rows, err := b.conn(t).Query(context.Background(), `SELECT pid FROM pg_stat_activity
  WHERE datname = current_database() AND application_name = 'queengo' AND pid <> pg_backend_pid()`)
 	if err != nil {
 		t.Fatal(err)

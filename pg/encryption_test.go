@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -16,34 +15,26 @@ import (
 // Encryption at rest through the store: what reaches the tables is sealed,
 // every reader opens it (pg/seal_test.go has the frame format's own tests).
 
+// newKey is a random 32-byte key.
 func newKey() []byte {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
 	return k
 }
 
-// openKeyed is openStore with an encryption key and read keys.
-func openKeyed(t *testing.T, key []byte, readKeys ...[]byte) *pg.Store {
-	t.Helper()
-	s, err := pg.Open(context.Background(), pg.Config{URL: testURL, PoolSize: 4, AcquireTimeout: 5 * time.Second,
-		EncryptionKey: key, EncryptionReadKeys: readKeys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+// withKeys is a setup option: the store seals with key and opens with it
+// and readKeys.
+func withKeys(key []byte, readKeys ...[]byte) func(*pg.Config) {
+	return func(c *pg.Config) { c.EncryptionKey, c.EncryptionReadKeys = key, readKeys }
 }
 
 // encryptedQueue configures a queue with encryptionEnabled (and retryLimit
 // 0: the first failed ack dead-letters).
-func encryptedQueue(t *testing.T, s *pg.Store) (queengo.Queue, uuid.UUID) {
+func (b *bundle) encryptedQueue(t *testing.T) (queengo.Queue, uuid.UUID) {
 	t.Helper()
 	o := queengo.ConfigureDefaults()
 	o.EncryptionEnabled, o.RetryLimit = true, 0
-	q, pid, err := s.Configure(context.Background(), "enc-"+uuid.NewString()[:8], "", "", o)
+	q, pid, err := b.s.Configure(context.Background(), "enc-"+uuid.NewString()[:8], "", "", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,19 +43,20 @@ func encryptedQueue(t *testing.T, s *pg.Store) (queengo.Queue, uuid.UUID) {
 
 // stored counts the rows of table (segments or dead_letters) of partition
 // pid whose frame bytes contain marker.
-func stored(t *testing.T, table, column string, pid uuid.UUID, marker string) int {
+func (b *bundle) stored(t *testing.T, table, column string, pid uuid.UUID, marker string) int {
 	t.Helper()
 	var n int
-	if err := session(t, "10s").QueryRow(context.Background(), `SELECT count(*) FROM queen.`+table+
+	if err := b.conn(t).QueryRow(context.Background(), `SELECT count(*) FROM queen.`+table+
 		` WHERE partition_id = $1 AND position($2::bytea IN `+column+`) > 0`, pid, []byte(marker)).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-func claimAll(t *testing.T, s *pg.Store, q queengo.Queue) queengo.ClaimResult {
+// claimAll claims up to 10 messages of q in queue mode.
+func (b *bundle) claimAll(t *testing.T, q queengo.Queue) queengo.ClaimResult {
 	t.Helper()
-	res, err := s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
+	res, err := b.s.Claim(context.Background(), []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID},
 		Group: queengo.QueueModeGroup, Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}})
 	if err != nil {
 		t.Fatal(err)
@@ -78,64 +70,57 @@ func claimAll(t *testing.T, s *pg.Store, q queengo.Queue) queengo.ClaimResult {
 func TestEncryption_SealedAtRestOpenedOnRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openKeyed(t, newKey())
-	q, pid := encryptedQueue(t, s)
+	b := setup(t, withKeys(newKey()))
+	q, pid := b.encryptedQueue(t)
 	marker := "pg-marker-" + uuid.NewString()
 	payload := `{"m":"` + marker + `"}`
 	f := queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: "a", Payload: []byte(payload)}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{f}, Seal: true}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Transaction(ctx, []queengo.TxOp{{Push: &queengo.PushItem{Queue: q.Name, Partition: queengo.DefaultPartition,
+	b.append(t, queengo.Segment{Partition: pid, Frames: []queengo.Frame{f}, Seal: true})
+	if _, err := b.s.Transaction(ctx, []queengo.TxOp{{Push: &queengo.PushItem{Queue: q.Name, Partition: queengo.DefaultPartition,
 		Frame: queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: "b", Payload: []byte(payload)}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := stored(t, "segments", "frames", pid, marker); n != 0 {
+	if n := b.stored(t, "segments", "frames", pid, marker); n != 0 {
 		t.Fatalf("%d segments hold the payload in plaintext", n)
 	}
 	// The control: a queue without encryption stores it as it came.
-	plain, err := s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
+	plain, err := b.s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
 	if err != nil {
 		t.Fatal(err)
 	}
-	ppid, err := s.EnsurePartition(ctx, plain.ID, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: ppid, Frames: []queengo.Frame{f}}}); err != nil {
-		t.Fatal(err)
-	}
-	if n := stored(t, "segments", "frames", ppid, marker); n != 1 {
+	ppid := b.partition(t, plain, "p")
+	b.append(t, queengo.Segment{Partition: ppid, Frames: []queengo.Frame{f}})
+	if n := b.stored(t, "segments", "frames", ppid, marker); n != 1 {
 		t.Fatalf("the plaintext control: %d segments hold the payload, want 1", n)
 	}
-	r := claimAll(t, s, q)
+	r := b.claimAll(t, q)
 	if r.Err != nil || len(r.Messages) != 2 || string(r.Messages[0].Payload) != payload || string(r.Messages[1].Payload) != payload {
 		t.Fatalf("claim: %+v", r)
 	}
-	m, err := s.GetMessage(ctx, pid, "b")
+	m, err := b.s.GetMessage(ctx, pid, "b")
 	if err != nil || string(m.Payload) != payload || !m.Encrypted {
 		t.Fatalf("message view: %q encrypted %v, %v", m.Payload, m.Encrypted, err)
 	}
 
-	res, err := s.Ack(ctx, []queengo.AckItem{{PartitionID: pid, TransactionID: "a", Status: "failed", Group: queengo.QueueModeGroup}})
+	res, err := b.s.Ack(ctx, []queengo.AckItem{{PartitionID: pid, TransactionID: "a", Status: "failed", Group: queengo.QueueModeGroup}})
 	if err != nil || !res[0].DLQ {
 		t.Fatalf("failed ack with retryLimit 0: %+v %v", res, err)
 	}
-	if n := stored(t, "dead_letters", "frame", pid, marker); n != 0 {
+	if n := b.stored(t, "dead_letters", "frame", pid, marker); n != 0 {
 		t.Fatal("the dead letter holds the payload in plaintext")
 	}
-	dl, _, err := s.ListDeadLetters(ctx, queengo.DLQFilter{Queue: q.Name, Limit: 10})
+	dl, _, err := b.s.ListDeadLetters(ctx, queengo.DLQFilter{Queue: q.Name, Limit: 10})
 	if err != nil || len(dl) != 1 || string(dl[0].Frame.Payload) != payload {
 		t.Fatalf("dead letters: %+v %v", dl, err)
 	}
-	_, nf, err := s.RequeueDeadLetter(ctx, dl[0].ID)
+	_, nf, err := b.s.RequeueDeadLetter(ctx, dl[0].ID)
 	if err != nil || string(nf.Payload) != payload {
 		t.Fatalf("requeue: %q %v", nf.Payload, err)
 	}
-	if n := stored(t, "segments", "frames", pid, marker); n != 0 {
+	if n := b.stored(t, "segments", "frames", pid, marker); n != 0 {
 		t.Fatal("the requeued message is stored in plaintext")
 	}
-	if m, err := s.GetMessage(ctx, pid, nf.TransactionID); err != nil || string(m.Payload) != payload || !m.Encrypted {
+	if m, err := b.s.GetMessage(ctx, pid, nf.TransactionID); err != nil || string(m.Payload) != payload || !m.Encrypted {
 		t.Fatalf("requeued message: %q encrypted %v, %v", m.Payload, m.Encrypted, err)
 	}
 }
@@ -145,26 +130,23 @@ func TestEncryption_SealedAtRestOpenedOnRead(t *testing.T) {
 func TestEncryption_RefusedWithoutKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
+	b := setup(t)
 	o := queengo.ConfigureDefaults()
 	o.EncryptionEnabled = true
 	name := "enc-nokey-" + uuid.NewString()[:8]
-	if _, _, err := s.Configure(ctx, name, "", "", o); !errors.Is(err, queengo.ErrEncryptionUnavailable) {
+	if _, _, err := b.s.Configure(ctx, name, "", "", o); !errors.Is(err, queengo.ErrEncryptionUnavailable) {
 		t.Fatalf("configure: %v, want ErrEncryptionUnavailable", err)
 	}
 	var n int
-	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.queues WHERE name = $1`, name).Scan(&n); err != nil || n != 0 {
+	if err := b.conn(t).QueryRow(ctx, `SELECT count(*) FROM queen.queues WHERE name = $1`, name).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the refused configure left %d queues (%v)", n, err)
 	}
-	q, err := s.EnsureQueue(ctx, name)
+	q, err := b.s.EnsureQueue(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := s.EnsurePartition(ctx, q.ID, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a")}, Seal: true}})
+	pid := b.partition(t, q, "p")
+	_, err = b.s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a")}, Seal: true}})
 	if !errors.Is(err, queengo.ErrEncryptionUnavailable) {
 		t.Fatalf("sealed append without a key: %v, want ErrEncryptionUnavailable", err)
 	}
@@ -176,23 +158,20 @@ func TestEncryption_RefusedWithoutKey(t *testing.T) {
 func TestEncryption_PlaintextWriteToEncryptedQueueRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openKeyed(t, newKey())
-	_, pid := encryptedQueue(t, s)
-	other, err := s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
+	b := setup(t, withKeys(newKey()))
+	_, pid := b.encryptedQueue(t)
+	other, err := b.s.EnsureQueue(ctx, "plain-"+uuid.NewString()[:8])
 	if err != nil {
 		t.Fatal(err)
 	}
-	opid, err := s.EnsurePartition(ctx, other.ID, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Append(ctx, []queengo.Segment{{Partition: opid, Frames: []queengo.Frame{frame("x")}},
+	opid := b.partition(t, other, "p")
+	_, err = b.s.Append(ctx, []queengo.Segment{{Partition: opid, Frames: []queengo.Frame{frame("x")}},
 		{Partition: pid, Frames: []queengo.Frame{frame("a")}}})
 	if !errors.Is(err, queengo.ErrQueueChanged) {
 		t.Fatalf("plaintext append: %v, want ErrQueueChanged", err)
 	}
 	var n int
-	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.segments WHERE partition_id = ANY ($1)`,
+	if err := b.conn(t).QueryRow(ctx, `SELECT count(*) FROM queen.segments WHERE partition_id = ANY ($1)`,
 		[]uuid.UUID{pid, opid}).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the refused append wrote %d segments (%v)", n, err)
 	}
@@ -204,21 +183,19 @@ func TestEncryption_PlaintextWriteToEncryptedQueueRefused(t *testing.T) {
 func TestEncryption_UnknownKeyFailsTheRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openKeyed(t, newKey())
-	q, pid := encryptedQueue(t, s)
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("t1")}, Seal: true}}); err != nil {
-		t.Fatal(err)
-	}
+	b := setup(t, withKeys(newKey()))
+	q, pid := b.encryptedQueue(t)
+	b.append(t, queengo.Segment{Partition: pid, Frames: []queengo.Frame{frame("t1")}, Seal: true})
 	// flags, message id, len+"t1", payload length: the key id starts at
 	// byte 22 (1-based).
-	if _, err := session(t, "10s").Exec(ctx, `UPDATE queen.segments SET frames = overlay(frames PLACING '\xdeadbeef'::bytea FROM 22)
+	if _, err := b.conn(t).Exec(ctx, `UPDATE queen.segments SET frames = overlay(frames PLACING '\xdeadbeef'::bytea FROM 22)
 WHERE partition_id = $1`, pid); err != nil {
 		t.Fatal(err)
 	}
-	if r := claimAll(t, s, q); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
+	if r := b.claimAll(t, q); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
 		t.Fatalf("claim: %+v, want ErrEncryptionKeyUnknown", r)
 	}
-	if _, err := s.GetMessage(ctx, pid, "t1"); !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
+	if _, err := b.s.GetMessage(ctx, pid, "t1"); !errors.Is(err, queengo.ErrEncryptionKeyUnknown) {
 		t.Fatalf("message view: %v, want ErrEncryptionKeyUnknown", err)
 	}
 }
@@ -230,12 +207,10 @@ WHERE partition_id = $1`, pid); err != nil {
 func TestEncryption_AnAutoAckPopThatCannotReadItsMessagesLosesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openKeyed(t, newKey())
-	q, pid := encryptedQueue(t, s)
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("t1"), frame("t2")}, Seal: true}}); err != nil {
-		t.Fatal(err)
-	}
-	db := session(t, "10s")
+	b := setup(t, withKeys(newKey()))
+	q, pid := b.encryptedQueue(t)
+	b.append(t, queengo.Segment{Partition: pid, Frames: []queengo.Frame{frame("t1"), frame("t2")}, Seal: true})
+	db := b.conn(t)
 	var sealed []byte
 	if err := db.QueryRow(ctx, `SELECT frames FROM queen.segments WHERE partition_id = $1`, pid).Scan(&sealed); err != nil {
 		t.Fatal(err)
@@ -247,7 +222,7 @@ WHERE partition_id = $1`, pid); err != nil {
 	}
 	auto := func() queengo.ClaimResult {
 		t.Helper()
-		res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 10, AutoAck: true}})
+		res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: "g", Batch: 10, AutoAck: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,12 +253,10 @@ func TestEncryption_AStoreOpensOnlyWithItsOwnKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	key := newKey()
-	s := openKeyed(t, key)
-	q, pid := encryptedQueue(t, s)
+	b := setup(t, withKeys(key))
+	q, pid := b.encryptedQueue(t)
 	f := frame("t1")
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{f}, Seal: true}}); err != nil {
-		t.Fatal(err)
-	}
+	b.append(t, queengo.Segment{Partition: pid, Frames: []queengo.Frame{f}, Seal: true})
 	// Each store claims for a group of its own: a failed claim's lease
 	// stands in no other's way.
 	claim := func(st *pg.Store, group string) queengo.ClaimResult {
@@ -295,7 +268,7 @@ func TestEncryption_AStoreOpensOnlyWithItsOwnKeys(t *testing.T) {
 		}
 		return res[0]
 	}
-	for name, st := range map[string]*pg.Store{"another key": openKeyed(t, newKey()), "no key": openStore(t)} {
+	for name, st := range map[string]*pg.Store{"another key": setup(t, withKeys(newKey())).s, "no key": setup(t).s} {
 		if r := claim(st, "g-"+uuid.NewString()[:8]); !errors.Is(r.Err, queengo.ErrEncryptionKeyUnknown) {
 			t.Fatalf("%s: claim %+v, want ErrEncryptionKeyUnknown", name, r)
 		}
@@ -303,7 +276,7 @@ func TestEncryption_AStoreOpensOnlyWithItsOwnKeys(t *testing.T) {
 			t.Fatalf("%s: message view %v, want ErrEncryptionKeyUnknown", name, err)
 		}
 	}
-	reader := openKeyed(t, newKey(), key)
+	reader := setup(t, withKeys(newKey(), key)).s
 	if r := claim(reader, "g-reader"); r.Err != nil || len(r.Messages) != 1 || string(r.Messages[0].Payload) != string(f.Payload) {
 		t.Fatalf("a store with the key as a read key: claim %+v", r)
 	}

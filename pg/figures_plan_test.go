@@ -17,8 +17,7 @@ import (
 func TestFigurePlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, c0 := groupsDB(t, 300, 10, 20, 3)
-	c := openExplain(t, c0.Config().ConnString())
+	c := setupGroups(t, 300, 10, 20, 3).explain(t)
 	for _, q := range []string{
 		`SELECT count(*) FROM queen.partition_figures(NULL, false)`,
 		`SELECT * FROM queen.cursor_lag()`,

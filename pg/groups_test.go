@@ -7,28 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
 )
 
-// groupsDB is a database of the test's own, migrated, holding queues
-// queues of parts partitions, each with segs segments of 10 messages (one
-// a minute, the newest a minute old) and a cursor of each of groups groups
-// somewhere in its log.
-func groupsDB(t *testing.T, queues, parts, segs, groups int) (*pg.Store, *pgx.Conn) {
+// setupGroups makes a database of the test's own, migrated, holding
+// queues queues of parts partitions, each with segs segments of 10 messages
+// (one a minute, the newest a minute old) and a cursor of each of groups
+// groups somewhere in its log.
+func setupGroups(t *testing.T, queues, parts, segs, groups int) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	s, db := openFresh(t, "pggroups", pg.Config{PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: time.Minute})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
+	b := setupFresh(t, "pggroups", pg.Config{PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: time.Minute})
+	b.migrate(t)
 	for _, st := range []struct {
 		sql  string
 		args []any
@@ -49,11 +39,11 @@ func groupsDB(t *testing.T, queues, parts, segs, groups int) (*pg.Store, *pgx.Co
 			[]any{groups}},
 		{`ANALYZE`, nil},
 	} {
-		if _, err := c.Exec(ctx, st.sql, st.args...); err != nil {
+		if _, err := b.conn(t).Exec(context.Background(), st.sql, st.args...); err != nil {
 			t.Fatalf("%s: %v", st.sql, err)
 		}
 	}
-	return s, c
+	return b
 }
 
 // TestGroupPlans: the list, lagging and one-group statements are
@@ -64,7 +54,7 @@ func groupsDB(t *testing.T, queues, parts, segs, groups int) (*pg.Store, *pgx.Co
 func TestGroupPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, c := groupsDB(t, 300, 10, 20, 3)
+	c := setupGroups(t, 300, 10, 20, 3).conn(t)
 	for _, q := range []string{
 		`SELECT * FROM queen.group_list(1000, 0)`,
 		`SELECT * FROM queen.group_lagging(600, 1000, 0)`,
@@ -107,7 +97,8 @@ func TestGroupPlans(t *testing.T) {
 func TestGroupFigures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, c := groupsDB(t, 3, 2, 20, 2)
+	b := setupGroups(t, 3, 2, 20, 2)
+	s, c := b.s, b.conn(t)
 	list, err := s.ListGroups(ctx, 100, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +143,7 @@ func TestGroupFigures(t *testing.T) {
 func TestSeekOffset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, c := groupsDB(t, 1, 1, 37, 1)
+	c := setupGroups(t, 1, 1, 37, 1).conn(t)
 	var pid string
 	var head int64
 	if err := c.QueryRow(ctx, `SELECT id::text, head FROM queen.partitions`).Scan(&pid, &head); err != nil {

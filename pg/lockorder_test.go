@@ -11,115 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/pg"
 )
 
 // The lock order of docs/storage.md, one rule per test: each holds a
 // lock the way one operation does, in a transaction left open, and checks
 // that the other operation does not wait for it (lock_timeout turns a wait
 // into an error) or waits without holding what the first would need next.
-
-// lockQueue creates a queue with the named partitions, one message each
-// (transaction id "m-<partition>"), and returns the queue and partition ids.
-func lockQueue(t *testing.T, s *pg.Store, parts ...string) (queengo.Queue, []uuid.UUID) {
-	t.Helper()
-	ctx := context.Background()
-	q, err := s.EnsureQueue(ctx, "lockorder-"+uuid.NewString()[:8])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]uuid.UUID, len(parts))
-	for i, name := range parts {
-		if ids[i], err = s.EnsurePartition(ctx, q.ID, name); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Append(ctx, []queengo.Segment{{Partition: ids[i], Frames: []queengo.Frame{frame("m-" + name)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return q, ids
-}
-
-// session opens a connection of its own with lock_timeout set, so a lock
-// wait longer than that fails the statement with 55P03.
-func session(t *testing.T, lockTimeout string) *pgx.Conn {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, testURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	if _, err := c.Exec(ctx, "SET lock_timeout = '"+lockTimeout+"'"); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// waitBlockedBy waits until a session is blocked by a lock the session
-// holder holds, and fails the test when none is within 5 s; what names the
-// waiter and the lock in the message. It returns a session of its own.
-func waitBlockedBy(t *testing.T, holder *pgx.Conn, what string) *pgx.Conn {
-	t.Helper()
-	ctx := context.Background()
-	pid := holder.PgConn().PID()
-	probe := session(t, "10s")
-	waiting := false
-	for deadline := time.Now().Add(5 * time.Second); !waiting && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if err := probe.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`,
-			pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !waiting {
-		t.Fatalf("%s did not wait", what)
-	}
-	return probe
-}
-
-// waitHigherCursorFree waits until a session is blocked by the lock that
-// the session holder holds on a lower cursor, then fails
-// the test when the cursor (hi, group) is locked too: taking cursors in
-// (partition, group) order, the waiter holds none above the one it waits
-// for. what names the waiter in the messages.
-func waitHigherCursorFree(t *testing.T, holder *pgx.Conn, hi uuid.UUID, group, what string) {
-	t.Helper()
-	ctx := context.Background()
-	probe := waitBlockedBy(t, holder, what+" for the locked cursor")
-	ptx, err := probe.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ptx.Exec(ctx, `SELECT 1 FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE NOWAIT`,
-		hi.String(), group)
-	_ = ptx.Rollback(ctx)
-	if err != nil {
-		t.Fatalf("%s holds the higher cursor while it waits for the lower one (an ack holding the lower one would deadlock with it): %v", what, err)
-	}
-}
-
-// holdWrite starts a transaction on c that writes one message to each
-// partition with queen.append_segments and leaves it open: it holds the
-// partition rows the way a segment write does.
-func holdWrite(t *testing.T, c *pgx.Conn, parts ...uuid.UUID) pgx.Tx {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	ids, seg, txids, msgs, frames := make([]string, len(parts)), make([]int32, len(parts)), make([]string, len(parts)),
-		make([]string, len(parts)), make([][]byte, len(parts))
-	for i, p := range parts {
-		ids[i], seg[i], txids[i], msgs[i], frames[i] = p.String(), int32(i+1), uuid.NewString(), uuid.NewString(), []byte{0}
-	}
-	if _, err := tx.Exec(ctx, `SELECT queen.append_segments($1::uuid[], $2::int[], $3::text[], $4::uuid[], $5::bytea[])`,
-		ids, seg, txids, msgs, frames); err != nil {
-		t.Fatal(err)
-	}
-	return tx
-}
 
 // claimNewGroup is a round's first contact of group $2 with every partition
 // of queue $1: it creates their cursors.
@@ -137,13 +34,13 @@ const claimNewGroup = `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY[$2
 func TestLockOrder_FirstContactAndWritesNeverWaitForEachOther(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b", "c")
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a", "b", "c")
 	ids := []string{parts[0].String(), parts[1].String(), parts[2].String()}
 
 	// A write holds the partitions; a first contact must not wait.
-	writer := holdWrite(t, session(t, "10s"), parts...)
-	c := session(t, "2s")
+	writer := holdWrite(t, b.session(t, "10s"), parts...)
+	c := b.session(t, "2s")
 	var rows int
 	if err := c.QueryRow(ctx, claimNewGroup, q.ID.String(), "first-contact").Scan(&rows); err != nil {
 		t.Fatalf("first contact while a write holds the partitions: %v", err)
@@ -159,7 +56,7 @@ func TestLockOrder_FirstContactAndWritesNeverWaitForEachOther(t *testing.T) {
 
 	// A first contact holds the partitions (its transaction still open); a
 	// write must not wait.
-	contact, err := session(t, "10s").Begin(ctx)
+	contact, err := b.session(t, "10s").Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +64,7 @@ func TestLockOrder_FirstContactAndWritesNeverWaitForEachOther(t *testing.T) {
 	if err := contact.QueryRow(ctx, claimNewGroup, q.ID.String(), "second-contact").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	w := session(t, "2s")
+	w := b.session(t, "2s")
 	if _, err := w.Exec(ctx, `SELECT queen.append_segments($1::uuid[], '{1,2,3}', $2, $3::uuid[], $4::bytea[])`,
 		ids, []string{uuid.NewString(), uuid.NewString(), uuid.NewString()},
 		[]string{uuid.NewString(), uuid.NewString(), uuid.NewString()}, [][]byte{{0}, {0}, {0}}); err != nil {
@@ -186,9 +83,9 @@ func TestLockOrder_FirstContactAndWritesNeverWaitForEachOther(t *testing.T) {
 func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a")
-	deleter := session(t, "10s")
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a")
+	deleter := b.session(t, "10s")
 	del, err := deleter.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -197,14 +94,14 @@ func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testin
 	if _, err := del.Exec(ctx, `DELETE FROM queen.partitions WHERE id = $1`, parts[0].String()); err != nil {
 		t.Fatal(err)
 	}
-	contact := session(t, "10s")
+	contact := b.session(t, "10s")
 	done := make(chan error, 1)
 	go func() {
 		var rows int
 		done <- contact.QueryRow(ctx, `SELECT count(*) FROM (SELECT queen.claim_contact(ARRAY['late'], ARRAY[''],
 			ARRAY[NULL::timestamptz], ARRAY[1], ARRAY[$1::uuid])) x`, parts[0].String()).Scan(&rows)
 	}()
-	waitBlockedBy(t, deleter, "the first contact, for the partition being deleted,")
+	b.waitBlockedBy(t, deleter, "the first contact, for the partition being deleted,")
 	if err := del.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +109,7 @@ func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testin
 		t.Fatalf("the first contact after the delete: %v", err)
 	}
 	var cursors int
-	if err := session(t, "10s").QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1`,
+	if err := b.conn(t).QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1`,
 		parts[0].String()).Scan(&cursors); err != nil || cursors != 0 {
 		t.Fatalf("cursors of the deleted partition of %s: %d, %v", q.Name, cursors, err)
 	}
@@ -226,20 +123,20 @@ func TestLockOrder_FirstContactNeverCreatesACursorForADeletedPartition(t *testin
 func TestLockOrder_AckNeverWaitsForWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a")
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a")
 	leases := make([]string, 2)
 	for i, g := range []string{"failing", "dead-lettering"} {
 		lease := uuid.Must(uuid.NewV7())
-		res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: g, Batch: 1, LeaseID: lease}})
+		res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: g, Batch: 1, LeaseID: lease}})
 		if err != nil || len(res[0].Messages) != 1 {
 			t.Fatalf("claim %s: %+v %v", g, res, err)
 		}
 		leases[i] = lease.String()
 	}
-	writer := holdWrite(t, session(t, "10s"), parts...)
+	writer := holdWrite(t, b.session(t, "10s"), parts...)
 
-	c := session(t, "2s")
+	c := b.session(t, "2s")
 	rows, err := c.Query(ctx, `SELECT idx, success, coalesce(error, ''), dlq FROM queen.ack($1::uuid[], $2, $3, $4, $5::uuid[], $6)`,
 		[]string{parts[0].String(), parts[0].String()}, []string{"m-a", "m-a"}, []string{"failed", "dlq"},
 		[]string{"failing", "dead-lettering"}, leases, []string{"boom", "boom"})
@@ -278,8 +175,8 @@ func TestLockOrder_AckNeverWaitsForWriter(t *testing.T) {
 func TestLockOrder_ExtendLeaseLocksCursorsInAckOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	_, parts := lockQueue(t, s, "a", "b")
+	b := setup(t)
+	_, parts := b.namedQueue(t, "a", "b")
 	lo, hi := parts[0], parts[1]
 	if bytes.Compare(lo[:], hi[:]) > 0 {
 		lo, hi = hi, lo
@@ -287,20 +184,20 @@ func TestLockOrder_ExtendLeaseLocksCursorsInAckOrder(t *testing.T) {
 	// The higher partition's cursor first, so that the physical order (the
 	// one an UPDATE finds rows in) is the opposite of the key order.
 	lease := uuid.Must(uuid.NewV7())
-	setup := session(t, "10s")
+	c := b.conn(t)
 	for _, p := range []uuid.UUID{hi, lo} {
-		if _, err := setup.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
+		if _, err := c.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at)
 VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lease.String()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var hiFirst bool
-	if err := setup.QueryRow(ctx, `SELECT (array_agg(partition_id ORDER BY ctid))[1] = $2::uuid FROM queen.cursors WHERE lease_id = $1`,
+	if err := c.QueryRow(ctx, `SELECT (array_agg(partition_id ORDER BY ctid))[1] = $2::uuid FROM queen.cursors WHERE lease_id = $1`,
 		lease.String(), hi.String()).Scan(&hiFirst); err != nil || !hiFirst {
 		t.Skipf("could not lay the cursors out in reverse order (%v); nothing to check", err)
 	}
 
-	acker := session(t, "10s")
+	acker := b.session(t, "10s")
 	tx, err := acker.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +207,7 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 		t.Fatal(err)
 	}
 
-	extender := session(t, "10s")
+	extender := b.session(t, "10s")
 	done := make(chan error, 1)
 	go func() {
 		var expires, failure *string
@@ -320,7 +217,7 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 		}
 		done <- err
 	}()
-	waitHigherCursorFree(t, acker, hi, "extend", "extend_leases")
+	b.waitHigherCursorFree(t, acker, hi, "extend", "extend_leases")
 	_ = tx.Rollback(ctx)
 	if err := <-done; err != nil {
 		t.Fatalf("extend_leases: %v", err)
@@ -335,17 +232,17 @@ VALUES ($1, 'extend', 0, $2, 1, now() + interval '60 seconds')`, p.String(), lea
 func TestLockOrder_DeleteQueueNeverWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b", "c")
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a", "b", "c")
 	// The lease is on the last partition in name order, the order a plain
 	// DELETE cascades in: it would hold a and b when it meets c.
 	lease, leased := uuid.Must(uuid.NewV7()), parts[2]
-	if res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: leased, Candidates: []uuid.UUID{leased},
+	if res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: leased, Candidates: []uuid.UUID{leased},
 		Group: "acking", Batch: 1, MaxParts: 1, LeaseID: lease}}); err != nil || len(res[0].Messages) != 1 {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 
-	acker := session(t, "5s")
+	acker := b.session(t, "5s")
 	tx, err := acker.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +254,7 @@ func TestLockOrder_DeleteQueueNeverWaits(t *testing.T) {
 		t.Fatalf("ack: %v %v", ok, err)
 	}
 
-	deleter := session(t, "10s")
+	deleter := b.session(t, "10s")
 	done := make(chan error, 1)
 	go func() {
 		var existed bool
@@ -367,7 +264,15 @@ func TestLockOrder_DeleteQueueNeverWaits(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let it try and find the cursor locked
+	// It finds the locks it needs held and sleeps before it tries again.
+	eventually(t, func() error {
+		var sleeping bool
+		if err := b.conn(t).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`,
+			deleter.PgConn().PID()).Scan(&sleeping); err != nil || sleeping {
+			return err
+		}
+		return errors.New("delete_queue never retried while the ack held its locks")
+	})
 	var n int
 	if err := tx.QueryRow(ctx, claimNewGroup, q.ID.String(), "newcomer").Scan(&n); err != nil {
 		t.Fatalf("first contact while delete_queue retries: %v", err)
@@ -384,7 +289,7 @@ func TestLockOrder_DeleteQueueNeverWaits(t *testing.T) {
 		t.Fatal("delete_queue did not finish within 10s of the ack's commit")
 	}
 	var left int
-	if err := session(t, "10s").QueryRow(ctx, `SELECT (SELECT count(*) FROM queen.queues WHERE id = $1)
+	if err := b.conn(t).QueryRow(ctx, `SELECT (SELECT count(*) FROM queen.queues WHERE id = $1)
      + (SELECT count(*) FROM queen.partitions WHERE queue_id = $1)
      + (SELECT count(*) FROM queen.cursors WHERE partition_id = ANY ($2::uuid[]))
      + (SELECT count(*) FROM queen.attempts WHERE partition_id = ANY ($2::uuid[]))

@@ -16,12 +16,12 @@ import (
 func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, db := openFresh(t, "pgmigrate", pg.Config{PoolSize: 2})
+	b := setupFresh(t, "pgmigrate", pg.Config{PoolSize: 2})
 	migs, err := pg.Migrations()
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied, err := s.Migrate(ctx)
+	applied, err := b.s.Migrate(ctx)
 	if err != nil || len(applied) != len(migs) {
 		t.Fatalf("first migrate: applied %v of %d: %v", applied, len(migs), err)
 	}
@@ -42,16 +42,16 @@ func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 		}
 	}
 
-	if err := db.Exec(`CREATE OR REPLACE FUNCTION queen.append_segments(p_parts uuid[], p_seg integer[], p_txids text[],
+	if err := b.db.Exec(`CREATE OR REPLACE FUNCTION queen.append_segments(p_parts uuid[], p_seg integer[], p_txids text[],
     p_msgids uuid[], p_frames bytea[]) RETURNS uuid[] LANGUAGE sql AS $$ SELECT NULL::uuid[] $$`); err != nil {
 		t.Fatal(err)
 	}
-	applied, err = s.Migrate(ctx)
+	applied, err = b.s.Migrate(ctx)
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("second migrate: applied %v: %v", applied, err)
 	}
 	var src string
-	if err := db.QueryRow(`SELECT prosrc FROM pg_proc WHERE oid = 'queen.append_segments(uuid[], integer[], text[], uuid[], bytea[])'::regprocedure`,
+	if err := b.db.QueryRow(`SELECT prosrc FROM pg_proc WHERE oid = 'queen.append_segments(uuid[], integer[], text[], uuid[], bytea[])'::regprocedure`,
 		nil, &src); err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ func TestMigrate_FunctionsReappliedAtEveryStart(t *testing.T) {
 func TestMigrate_NotCutByTheStatementTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openFresh(t, "pgmigratetimeout", pg.Config{PoolSize: 1, StatementTimeout: time.Millisecond})
-	if _, err := s.Migrate(ctx); err != nil {
+	b := setupFresh(t, "pgmigratetimeout", pg.Config{PoolSize: 1, StatementTimeout: time.Millisecond})
+	if _, err := b.s.Migrate(ctx); err != nil {
 		t.Fatalf("migrate under a 1 ms statement timeout: %v", err)
 	}
 }

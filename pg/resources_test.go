@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queengo/queengo"
 )
 
@@ -19,38 +16,31 @@ import (
 func TestLockOrder_ClearQueueNeverWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, parts := lockQueue(t, s, "a", "b")
-	writer := session(t, "5s")
+	b := setup(t)
+	q, parts := b.namedQueue(t, "a", "b")
+	writer := b.session(t, "5s")
 	tx := holdWrite(t, writer, parts[1])
 
 	done := make(chan error, 1)
 	var cleared queengo.Cleared
 	go func() {
 		var err error
-		cleared, err = s.ClearQueue(ctx, q.Name, "")
+		cleared, err = b.s.ClearQueue(ctx, q.Name, "")
 		done <- err
 	}()
 	// The clear is retrying (sleeping between attempts, holding nothing)
 	// while the writer holds partition b.
-	watch := session(t, "5s")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	watch := b.conn(t)
+	eventually(t, func() error {
 		var n int
 		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
- WHERE wait_event = 'PgSleep' AND query LIKE '%clear_queue%'`).Scan(&n); err != nil {
-			t.Fatal(err)
+ WHERE wait_event = 'PgSleep' AND query LIKE '%clear_queue%'`).Scan(&n); err != nil || n > 0 {
+			return err
 		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the clear never retried while the writer held partition b")
-		}
-		time.Sleep(5 * time.Millisecond) // between looks at the condition
-	}
+		return errors.New("the clear never retried while the writer held partition b")
+	})
 	// The writer is not waited on: it writes again and commits.
-	holdWriteAgain(t, tx, parts[1])
+	appendIn(t, tx, parts[1])
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +52,7 @@ func TestLockOrder_ClearQueueNeverWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("clear did not finish within 10s of the writer's commit")
 	}
-	// One message per partition from lockQueue, two from the writer.
+	// One message per partition from namedQueue, two from the writer.
 	if cleared.Partitions != 2 || cleared.Messages != 4 {
 		t.Fatalf("cleared %+v, want 2 partitions, 4 messages", cleared)
 	}
@@ -72,24 +62,9 @@ func TestLockOrder_ClearQueueNeverWaits(t *testing.T) {
 		[]string{parts[0].String(), parts[1].String()}).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("rows left after clear: %d %v", left, err)
 	}
-	_, err := s.ClearQueue(ctx, q.Name, "zzz")
+	_, err := b.s.ClearQueue(ctx, q.Name, "zzz")
 	var m *queengo.MissingError
 	if !errors.As(err, &m) || m.What != "partition" || !errors.Is(err, queengo.ErrNotFound) {
 		t.Fatalf("clear of an unknown partition: %v", err)
-	}
-}
-
-// holdWriteAgain writes one more message to each partition in tx, a
-// transaction holdWrite started.
-func holdWriteAgain(t *testing.T, tx pgx.Tx, parts ...uuid.UUID) {
-	t.Helper()
-	ids, seg, txids, msgs, frames := make([]string, len(parts)), make([]int32, len(parts)), make([]string, len(parts)),
-		make([]string, len(parts)), make([][]byte, len(parts))
-	for i, p := range parts {
-		ids[i], seg[i], txids[i], msgs[i], frames[i] = p.String(), int32(i+1), uuid.NewString(), uuid.NewString(), []byte{0}
-	}
-	if _, err := tx.Exec(context.Background(), `SELECT queen.append_segments($1::uuid[], $2::int[], $3::text[], $4::uuid[], $5::bytea[])`,
-		ids, seg, txids, msgs, frames); err != nil {
-		t.Fatal(err)
 	}
 }

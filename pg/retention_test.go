@@ -20,19 +20,20 @@ import (
 // the rows it leaves. Segment ages are set by moving created_at back, keeping
 // it non-decreasing along each log as append_segments does.
 
-type lifecycle struct {
-	s   *pg.Store
+// retentionBundle is a queue (q) of one partition (pid, named p) on a
+// store, and a retention connection (rc) of the store.
+type retentionBundle struct {
+	*bundle
 	rc  *pg.RetentionConn
-	db  *pgx.Conn
 	q   queengo.Queue
 	pid uuid.UUID
 }
 
-// retentionConn opens a retention connection of s, closed when the test
-// ends.
-func retentionConn(t *testing.T, s *pg.Store) *pg.RetentionConn {
+// retentionConn opens a retention connection of the bundle's store, closed
+// when the test ends.
+func (b *bundle) retentionConn(t *testing.T) *pg.RetentionConn {
 	t.Helper()
-	rc, err := s.ConnectRetention(context.Background())
+	rc, err := b.s.ConnectRetention(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,37 +41,32 @@ func retentionConn(t *testing.T, s *pg.Store) *pg.RetentionConn {
 	return rc
 }
 
-// newLifecycle creates a queue with one partition and the given options
+// setupRetention creates a queue with one partition and the given options
 // (SQL assignments to queen.queues columns).
-func newLifecycle(t *testing.T, options string) *lifecycle {
+func setupRetention(t *testing.T, options string) *retentionBundle {
 	t.Helper()
-	ctx := context.Background()
-	s := openStore(t)
-	q, err := s.EnsureQueue(ctx, "retention-"+uuid.NewString()[:8])
+	b := &retentionBundle{bundle: setup(t)}
+	q, err := b.s.EnsureQueue(context.Background(), "retention-"+uuid.NewString()[:8])
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := s.EnsurePartition(ctx, q.ID, "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := session(t, "10s")
+	b.q, b.pid, b.rc = q, b.partition(t, q, "p"), b.retentionConn(t)
 	if options != "" {
-		if _, err := db.Exec(ctx, "UPDATE queen.queues SET "+options+" WHERE id = $1", q.ID); err != nil {
+		if _, err := b.conn(t).Exec(context.Background(), "UPDATE queen.queues SET "+options+" WHERE id = $1", q.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &lifecycle{s: s, rc: retentionConn(t, s), db: db, q: q, pid: pid}
+	return b
 }
 
 // push writes one segment of n messages with transaction ids prefix-0...
-func (l *lifecycle) push(t *testing.T, prefix string, n int) {
+func (b *retentionBundle) push(t *testing.T, prefix string, n int) {
 	t.Helper()
 	fs := make([]queengo.Frame, n)
 	for i := range fs {
 		fs[i] = frame(fmt.Sprintf("%s-%d", prefix, i))
 	}
-	d, err := l.s.Append(context.Background(), []queengo.Segment{{Partition: l.pid, Frames: fs}})
+	d, err := b.s.Append(context.Background(), []queengo.Segment{{Partition: b.pid, Frames: fs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,50 +78,52 @@ func (l *lifecycle) push(t *testing.T, prefix string, n int) {
 }
 
 // age moves the segments holding offsets up to last back by d.
-func (l *lifecycle) age(t *testing.T, last int64, d time.Duration) {
+func (b *retentionBundle) age(t *testing.T, last int64, d time.Duration) {
 	t.Helper()
-	if _, err := l.db.Exec(context.Background(), `UPDATE queen.segments SET created_at = created_at - $3::interval
-WHERE partition_id = $1 AND last_offset <= $2`, l.pid, last, d); err != nil {
+	if _, err := b.conn(t).Exec(context.Background(), `UPDATE queen.segments SET created_at = created_at - $3::interval
+WHERE partition_id = $1 AND last_offset <= $2`, b.pid, last, d); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (l *lifecycle) count(t *testing.T, table string) int {
+// count counts the rows of table on the bundle's partition.
+func (b *retentionBundle) count(t *testing.T, table string) int {
 	t.Helper()
 	var n int
-	if err := l.db.QueryRow(context.Background(), "SELECT count(*) FROM queen."+table+" WHERE partition_id = $1", l.pid).Scan(&n); err != nil {
+	if err := b.conn(t).QueryRow(context.Background(), "SELECT count(*) FROM queen."+table+" WHERE partition_id = $1", b.pid).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
 // cursor creates or moves the group's cursor to committed.
-func (l *lifecycle) cursor(t *testing.T, group string, committed int64) {
+func (b *retentionBundle) cursor(t *testing.T, group string, committed int64) {
 	t.Helper()
-	if _, err := l.db.Exec(context.Background(), `INSERT INTO queen.cursors (partition_id, consumer_group, committed)
+	if _, err := b.conn(t).Exec(context.Background(), `INSERT INTO queen.cursors (partition_id, consumer_group, committed)
 VALUES ($1, $2, $3) ON CONFLICT (partition_id, consumer_group) DO UPDATE SET committed = EXCLUDED.committed`,
-		l.pid, group, committed); err != nil {
+		b.pid, group, committed); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (l *lifecycle) committed(t *testing.T, group string) int64 {
+// committed reads the group's committed offset.
+func (b *retentionBundle) committed(t *testing.T, group string) int64 {
 	t.Helper()
 	var c int64
-	if err := l.db.QueryRow(context.Background(), `SELECT committed FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
-		l.pid, group).Scan(&c); err != nil {
+	if err := b.conn(t).QueryRow(context.Background(), `SELECT committed FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
+		b.pid, group).Scan(&c); err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
 // drop runs retention batches on this partition until it is finished.
-func (l *lifecycle) drop(t *testing.T, limit int) (queengo.Dropped, int) {
+func (b *retentionBundle) drop(t *testing.T, limit int) (queengo.Dropped, int) {
 	t.Helper()
 	var total queengo.Dropped
 	batches := 0
-	for parts := []uuid.UUID{l.pid}; len(parts) > 0; batches++ {
-		d, done, err := l.rc.DropSegments(context.Background(), parts, limit)
+	for parts := []uuid.UUID{b.pid}; len(parts) > 0; batches++ {
+		d, done, err := b.rc.DropSegments(context.Background(), parts, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,13 +138,14 @@ func (l *lifecycle) drop(t *testing.T, limit int) (queengo.Dropped, int) {
 	return total, batches
 }
 
-func (l *lifecycle) targeted(t *testing.T) bool {
+// targeted reports whether the partition is a retention target.
+func (b *retentionBundle) targeted(t *testing.T) bool {
 	t.Helper()
-	ids, err := l.rc.RetentionTargets(context.Background())
+	ids, err := b.rc.RetentionTargets(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.Contains(ids, l.pid)
+	return slices.Contains(ids, b.pid)
 }
 
 // D9: retentionSeconds (with retentionEnabled) drops the segments older than
@@ -155,42 +154,42 @@ func (l *lifecycle) targeted(t *testing.T) bool {
 // offset, one inside the young part does not move.
 func TestRetention_DropsExpiredSegmentsWithTheirRows(t *testing.T) {
 	t.Parallel()
-	l := newLifecycle(t, "retention_enabled = true, retention_seconds = 60")
-	l.push(t, "old-a", 3) // offsets 1..3
-	l.push(t, "old-b", 2) // 4..5
-	l.push(t, "young", 2) // 6..7
-	l.age(t, 5, time.Hour)
-	l.cursor(t, "behind", 1)
-	l.cursor(t, "ahead", 6)
-	if _, err := l.db.Exec(context.Background(), `INSERT INTO queen.attempts (partition_id, consumer_group, "offset", failures)
-VALUES ($1, 'behind', 2, 1), ($1, 'ahead', 7, 1)`, l.pid); err != nil {
+	b := setupRetention(t, "retention_enabled = true, retention_seconds = 60")
+	b.push(t, "old-a", 3) // offsets 1..3
+	b.push(t, "old-b", 2) // 4..5
+	b.push(t, "young", 2) // 6..7
+	b.age(t, 5, time.Hour)
+	b.cursor(t, "behind", 1)
+	b.cursor(t, "ahead", 6)
+	if _, err := b.conn(t).Exec(context.Background(), `INSERT INTO queen.attempts (partition_id, consumer_group, "offset", failures)
+VALUES ($1, 'behind', 2, 1), ($1, 'ahead', 7, 1)`, b.pid); err != nil {
 		t.Fatal(err)
 	}
-	if !l.targeted(t) {
+	if !b.targeted(t) {
 		t.Fatal("partition with expired segments not a target")
 	}
-	d, _ := l.drop(t, 1000)
+	d, _ := b.drop(t, 1000)
 	if d.Segments != 2 || d.Messages != 5 || d.Bytes <= 0 {
 		t.Fatalf("dropped %+v, want 2 segments, 5 messages", d)
 	}
-	if n := l.count(t, "segments"); n != 1 {
+	if n := b.count(t, "segments"); n != 1 {
 		t.Fatalf("%d segments left, want 1", n)
 	}
-	rows, _ := l.db.Query(context.Background(), `SELECT transaction_id FROM queen.txids WHERE partition_id = $1 ORDER BY "offset"`, l.pid)
+	rows, _ := b.conn(t).Query(context.Background(), `SELECT transaction_id FROM queen.txids WHERE partition_id = $1 ORDER BY "offset"`, b.pid)
 	txids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil || !slices.Equal(txids, []string{"young-0", "young-1"}) {
 		t.Fatalf("transaction ids left %v (%v)", txids, err)
 	}
-	if n := l.count(t, "attempts"); n != 1 {
+	if n := b.count(t, "attempts"); n != 1 {
 		t.Fatalf("%d attempt rows left, want the young one", n)
 	}
-	if c := l.committed(t, "behind"); c != 5 {
+	if c := b.committed(t, "behind"); c != 5 {
 		t.Fatalf("lagging cursor at %d, want 5", c)
 	}
-	if c := l.committed(t, "ahead"); c != 6 {
+	if c := b.committed(t, "ahead"); c != 6 {
 		t.Fatalf("cursor past the drop moved to %d", c)
 	}
-	if l.targeted(t) {
+	if b.targeted(t) {
 		t.Fatal("still a target with nothing left to drop")
 	}
 }
@@ -200,27 +199,27 @@ VALUES ($1, 'behind', 2, 1), ($1, 'ahead', 7, 1)`, l.pid); err != nil {
 // partition nobody consumes keeps everything.
 func TestRetention_CompletedWaitsForEveryGroup(t *testing.T) {
 	t.Parallel()
-	l := newLifecycle(t, "completed_retention_seconds = 60")
-	l.push(t, "a", 2) // 1..2
-	l.push(t, "b", 2) // 3..4
-	l.push(t, "c", 2) // 5..6
-	l.age(t, 6, time.Hour)
-	if l.targeted(t) {
+	b := setupRetention(t, "completed_retention_seconds = 60")
+	b.push(t, "a", 2) // 1..2
+	b.push(t, "b", 2) // 3..4
+	b.push(t, "c", 2) // 5..6
+	b.age(t, 6, time.Hour)
+	if b.targeted(t) {
 		t.Fatal("a partition without consumers is a completed-retention target")
 	}
-	l.cursor(t, "fast", 6)
-	l.cursor(t, "slow", 3)
-	d, _ := l.drop(t, 1000)
-	if d.Segments != 1 || l.count(t, "segments") != 2 {
-		t.Fatalf("dropped %+v, %d left: want the one segment both groups passed", d, l.count(t, "segments"))
+	b.cursor(t, "fast", 6)
+	b.cursor(t, "slow", 3)
+	d, _ := b.drop(t, 1000)
+	if d.Segments != 1 || b.count(t, "segments") != 2 {
+		t.Fatalf("dropped %+v, %d left: want the one segment both groups passed", d, b.count(t, "segments"))
 	}
-	l.cursor(t, "slow", 6)
-	l.push(t, "d", 1) // 7: consumed by nobody, and young
-	l.cursor(t, "fast", 7)
-	l.cursor(t, "slow", 7)
-	d, _ = l.drop(t, 1000)
-	if d.Segments != 2 || l.count(t, "segments") != 1 {
-		t.Fatalf("dropped %+v, %d left: the young segment must stay", d, l.count(t, "segments"))
+	b.cursor(t, "slow", 6)
+	b.push(t, "d", 1) // 7: consumed by nobody, and young
+	b.cursor(t, "fast", 7)
+	b.cursor(t, "slow", 7)
+	d, _ = b.drop(t, 1000)
+	if d.Segments != 2 || b.count(t, "segments") != 1 {
+		t.Fatalf("dropped %+v, %d left: the young segment must stay", d, b.count(t, "segments"))
 	}
 }
 
@@ -234,31 +233,27 @@ func TestRetention_CompletedWaitsForAGroupThatHasNotMetThePartition(t *testing.T
 	ctx := context.Background()
 	for _, known := range []string{"record", "cursor"} {
 		t.Run(known, func(t *testing.T) {
-			l := newLifecycle(t, "completed_retention_seconds = 60")
+			b := setupRetention(t, "completed_retention_seconds = 60")
 			switch known {
 			case "record":
-				if _, err := l.db.Exec(ctx, `INSERT INTO queen.subscriptions (queue_id, consumer_group, mode) VALUES ($1, 'B', 'all')`,
-					l.q.ID); err != nil {
+				if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.subscriptions (queue_id, consumer_group, mode) VALUES ($1, 'B', 'all')`,
+					b.q.ID); err != nil {
 					t.Fatal(err)
 				}
 			case "cursor":
-				other, err := l.s.EnsurePartition(ctx, l.q.ID, "other")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := l.db.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'B', 0)`,
-					other); err != nil {
+				if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'B', 0)`,
+					b.partition(t, b.q, "other")); err != nil {
 					t.Fatal(err)
 				}
 			}
-			l.push(t, "x", 3) // 1..3
-			l.cursor(t, "A", 3)
-			l.age(t, 3, time.Hour)
-			if d, _ := l.drop(t, 1000); d.Segments != 0 || l.count(t, "segments") != 1 {
+			b.push(t, "x", 3) // 1..3
+			b.cursor(t, "A", 3)
+			b.age(t, 3, time.Hour)
+			if d, _ := b.drop(t, 1000); d.Segments != 0 || b.count(t, "segments") != 1 {
 				t.Fatalf("dropped %+v: B, a group of the queue, has not consumed it", d)
 			}
-			l.cursor(t, "B", 3)
-			if d, _ := l.drop(t, 1000); d.Segments != 1 {
+			b.cursor(t, "B", 3)
+			if d, _ := b.drop(t, 1000); d.Segments != 1 {
 				t.Fatalf("dropped %+v once B is past too, want the segment", d)
 			}
 		})
@@ -270,21 +265,21 @@ func TestRetention_CompletedWaitsForAGroupThatHasNotMetThePartition(t *testing.T
 // batches go on where it stopped.
 func TestRetention_BatchesAreBounded(t *testing.T) {
 	t.Parallel()
-	l := newLifecycle(t, "retention_enabled = true, retention_seconds = 60")
+	b := setupRetention(t, "retention_enabled = true, retention_seconds = 60")
 	for i := range 5 {
-		l.push(t, fmt.Sprint("s", i), 3)
+		b.push(t, fmt.Sprint("s", i), 3)
 	}
-	l.age(t, 15, time.Hour)
-	d, done, err := l.rc.DropSegments(context.Background(), []uuid.UUID{l.pid}, 4)
+	b.age(t, 15, time.Hour)
+	d, done, err := b.rc.DropSegments(context.Background(), []uuid.UUID{b.pid}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Segments != 2 || done != 0 {
 		t.Fatalf("first batch dropped %d segments (done %d), want 2 and unfinished", d.Segments, done)
 	}
-	total, batches := l.drop(t, 4)
-	if total.Segments != 3 || batches != 2 || l.count(t, "txids") != 0 {
-		t.Fatalf("rest: %+v in %d batches, %d txids left", total, batches, l.count(t, "txids"))
+	total, batches := b.drop(t, 4)
+	if total.Segments != 3 || batches != 2 || b.count(t, "txids") != 0 {
+		t.Fatalf("rest: %+v in %d batches, %d txids left", total, batches, b.count(t, "txids"))
 	}
 }
 
@@ -293,17 +288,17 @@ func TestRetention_BatchesAreBounded(t *testing.T) {
 // drop let committed advance.
 func TestRetention_LeasesAcrossTheDrop(t *testing.T) {
 	t.Parallel()
-	l := newLifecycle(t, "retention_enabled = true, retention_seconds = 60")
-	l.push(t, "old", 4)   // 1..4
-	l.push(t, "young", 4) // 5..8
-	l.age(t, 4, time.Hour)
+	b := setupRetention(t, "retention_enabled = true, retention_seconds = 60")
+	b.push(t, "old", 4)   // 1..4
+	b.push(t, "young", 4) // 5..8
+	b.age(t, 4, time.Hour)
 	ctx := context.Background()
-	if _, err := l.db.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at, acked)
+	if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at, acked)
 VALUES ($1, 'inside', 1, gen_random_uuid(), 3, now() + interval '1 minute', '{3}'),
-       ($1, 'across', 2, gen_random_uuid(), 7, now() + interval '1 minute', '{5,7}')`, l.pid); err != nil {
+       ($1, 'across', 2, gen_random_uuid(), 7, now() + interval '1 minute', '{5,7}')`, b.pid); err != nil {
 		t.Fatal(err)
 	}
-	l.drop(t, 1000)
+	b.drop(t, 1000)
 	var inside, across struct {
 		committed int64
 		lease     *uuid.UUID
@@ -317,8 +312,8 @@ VALUES ($1, 'inside', 1, gen_random_uuid(), 3, now() + interval '1 minute', '{3}
 			acked     []int64
 		}
 	}{{"inside", &inside}, {"across", &across}} {
-		if err := l.db.QueryRow(ctx, `SELECT committed, lease_id, acked FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
-			l.pid, c.g).Scan(&c.v.committed, &c.v.lease, &c.v.acked); err != nil {
+		if err := b.conn(t).QueryRow(ctx, `SELECT committed, lease_id, acked FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
+			b.pid, c.g).Scan(&c.v.committed, &c.v.lease, &c.v.acked); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -337,32 +332,32 @@ VALUES ($1, 'inside', 1, gen_random_uuid(), 3, now() + interval '1 minute', '{3}
 func TestEvict_DeadLettersPerGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "max_wait_time_seconds = 60")
-	l.push(t, "old", 4)   // 1..4
-	l.push(t, "young", 2) // 5..6
-	l.age(t, 4, time.Hour)
-	l.cursor(t, "done", 4)
-	l.cursor(t, "idle", 0)
-	if _, err := l.db.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at, acked)
+	b := setupRetention(t, "max_wait_time_seconds = 60")
+	b.push(t, "old", 4)   // 1..4
+	b.push(t, "young", 2) // 5..6
+	b.age(t, 4, time.Hour)
+	b.cursor(t, "done", 4)
+	b.cursor(t, "idle", 0)
+	if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed, lease_id, lease_end, lease_expires_at, acked)
 VALUES ($1, 'expired', 0, gen_random_uuid(), 3, now() - interval '1 second', '{2}'),
-       ($1, 'working', 0, gen_random_uuid(), 3, now() + interval '1 minute', '{}')`, l.pid); err != nil {
+       ($1, 'working', 0, gen_random_uuid(), 3, now() + interval '1 minute', '{}')`, b.pid); err != nil {
 		t.Fatal(err)
 	}
-	mine := l.targetsOf(t)
-	if want := []queengo.CursorKey{{Partition: l.pid, Group: "expired"}, {Partition: l.pid, Group: "idle"}}; !slices.Equal(mine, want) {
+	mine := b.targetsOf(t)
+	if want := []queengo.CursorKey{{Partition: b.pid, Group: "expired"}, {Partition: b.pid, Group: "idle"}}; !slices.Equal(mine, want) {
 		t.Fatalf("targets %v, want %v", mine, want)
 	}
-	evicted, done, err := l.rc.Evict(ctx, mine, 1000)
+	evicted, done, err := b.rc.Evict(ctx, mine, 1000)
 	if err != nil || done != 2 || evicted != 7 {
 		t.Fatalf("evict: %d evicted, %d done, %v; want 7 (4 idle + 3 expired), 2", evicted, done, err)
 	}
 	for g, want := range map[string]int64{"done": 4, "idle": 4, "expired": 4, "working": 0} {
-		if c := l.committed(t, g); c != want {
+		if c := b.committed(t, g); c != want {
 			t.Fatalf("group %s at %d, want %d", g, c, want)
 		}
 	}
-	rows, _ := l.db.Query(ctx, `SELECT consumer_group || ':' || "offset" || ':' || error_message FROM queen.dead_letters
-WHERE partition_id = $1 ORDER BY consumer_group, "offset"`, l.pid)
+	rows, _ := b.conn(t).Query(ctx, `SELECT consumer_group || ':' || "offset" || ':' || error_message FROM queen.dead_letters
+WHERE partition_id = $1 ORDER BY consumer_group, "offset"`, b.pid)
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +368,7 @@ WHERE partition_id = $1 ORDER BY consumer_group, "offset"`, l.pid)
 	if !slices.Equal(got, want) {
 		t.Fatalf("dead letters %v, want %v", got, want)
 	}
-	if l.count(t, "segments") != 2 {
+	if b.count(t, "segments") != 2 {
 		t.Fatal("eviction deleted segments")
 	}
 }
@@ -383,32 +378,32 @@ WHERE partition_id = $1 ORDER BY consumer_group, "offset"`, l.pid)
 func TestEvict_PartitionWithoutCursorsGoesToQueueMode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "max_wait_time_seconds = 60")
-	l.push(t, "old", 3)
-	l.age(t, 3, time.Hour)
-	evicted, done, err := l.rc.Evict(ctx, []queengo.CursorKey{{Partition: l.pid, Group: queengo.QueueModeGroup}}, 2)
+	b := setupRetention(t, "max_wait_time_seconds = 60")
+	b.push(t, "old", 3)
+	b.age(t, 3, time.Hour)
+	evicted, done, err := b.rc.Evict(ctx, []queengo.CursorKey{{Partition: b.pid, Group: queengo.QueueModeGroup}}, 2)
 	if err != nil || evicted != 2 || done != 0 {
 		t.Fatalf("first batch: %d evicted, %d done, %v; want 2 of 3, unfinished", evicted, done, err)
 	}
-	evicted, done, err = l.rc.Evict(ctx, []queengo.CursorKey{{Partition: l.pid, Group: queengo.QueueModeGroup}}, 2)
+	evicted, done, err = b.rc.Evict(ctx, []queengo.CursorKey{{Partition: b.pid, Group: queengo.QueueModeGroup}}, 2)
 	if err != nil || evicted != 1 || done != 1 {
 		t.Fatalf("second batch: %d evicted, %d done, %v", evicted, done, err)
 	}
-	if c := l.committed(t, queengo.QueueModeGroup); c != 3 {
+	if c := b.committed(t, queengo.QueueModeGroup); c != 3 {
 		t.Fatalf("queue mode at %d, want 3", c)
 	}
 }
 
-// targetsOf lists the eviction targets on the lifecycle's partition.
-func (l *lifecycle) targetsOf(t *testing.T) []queengo.CursorKey {
+// targetsOf lists the eviction targets on the bundle's partition.
+func (b *retentionBundle) targetsOf(t *testing.T) []queengo.CursorKey {
 	t.Helper()
-	targets, err := l.rc.EvictionTargets(context.Background())
+	targets, err := b.rc.EvictionTargets(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mine []queengo.CursorKey
 	for _, k := range targets {
-		if k.Partition == l.pid {
+		if k.Partition == b.pid {
 			mine = append(mine, k)
 		}
 	}
@@ -424,46 +419,41 @@ func (l *lifecycle) targetsOf(t *testing.T) []queengo.CursorKey {
 func TestEvict_QueueModeOnlyForPartitionsNoGroupConsumes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "max_wait_time_seconds = 60")
-	l.push(t, "early", 3) // 1..3, before any consumer
-	l.age(t, 3, time.Hour)
-	want := []queengo.CursorKey{{Partition: l.pid, Group: queengo.QueueModeGroup}}
-	if got := l.targetsOf(t); !slices.Equal(got, want) {
+	b := setupRetention(t, "max_wait_time_seconds = 60")
+	b.push(t, "early", 3) // 1..3, before any consumer
+	b.age(t, 3, time.Hour)
+	want := []queengo.CursorKey{{Partition: b.pid, Group: queengo.QueueModeGroup}}
+	if got := b.targetsOf(t); !slices.Equal(got, want) {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
-	if n, _, err := l.rc.Evict(ctx, want, 1000); err != nil || n != 3 {
+	if n, _, err := b.rc.Evict(ctx, want, 1000); err != nil || n != 3 {
 		t.Fatalf("evict: %d, %v; want the 3 early messages for queue mode", n, err)
 	}
 	// billing comes and consumes everything from now on.
-	l.cursor(t, "billing", 3)
-	l.push(t, "later", 2) // 4..5
-	l.cursor(t, "billing", 5)
-	l.age(t, 5, time.Hour)
-	if got := l.targetsOf(t); len(got) != 0 {
+	b.cursor(t, "billing", 3)
+	b.push(t, "later", 2) // 4..5
+	b.cursor(t, "billing", 5)
+	b.age(t, 5, time.Hour)
+	if got := b.targetsOf(t); len(got) != 0 {
 		t.Fatalf("targets %v once billing consumes the partition, want none", got)
 	}
 	var qm, dead int
-	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
-		l.pid, queengo.QueueModeGroup).Scan(&qm); err != nil || qm != 0 {
+	if err := b.conn(t).QueryRow(ctx, `SELECT count(*) FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
+		b.pid, queengo.QueueModeGroup).Scan(&qm); err != nil || qm != 0 {
 		t.Fatalf("queue-mode cursors left: %d, %v; want none", qm, err)
 	}
-	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1`, l.pid).Scan(&dead); err != nil || dead != 3 {
+	if err := b.conn(t).QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1`, b.pid).Scan(&dead); err != nil || dead != 3 {
 		t.Fatalf("dead letters %d, %v; want the 3 of the first run", dead, err)
 	}
 
 	// A second partition of the same queue, which billing has not reached
 	// yet: it waits for billing.
-	other, err := l.s.EnsurePartition(ctx, l.q.ID, "other")
-	if err != nil {
+	other := b.partition(t, b.q, "other")
+	b.append(t, segOf(other, "o-0"))
+	if _, err := b.conn(t).Exec(ctx, `UPDATE queen.segments SET created_at = created_at - interval '1 hour' WHERE partition_id = $1`, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.s.Append(ctx, []queengo.Segment{{Partition: other, Frames: []queengo.Frame{frame("o-0")}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(ctx, `UPDATE queen.segments SET created_at = created_at - interval '1 hour' WHERE partition_id = $1`, other); err != nil {
-		t.Fatal(err)
-	}
-	targets, err := l.rc.EvictionTargets(ctx)
+	targets, err := b.rc.EvictionTargets(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,32 +469,29 @@ func TestEvict_QueueModeOnlyForPartitionsNoGroupConsumes(t *testing.T) {
 func TestRemoveIdlePartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "")
-	busy, err := l.s.EnsurePartition(ctx, l.q.ID, "busy")
-	if err != nil {
+	b := setupRetention(t, "")
+	busy := b.partition(t, b.q, "busy")
+	b.cursor(t, "g", 0)
+	if _, err := b.conn(t).Exec(ctx, `UPDATE queen.partitions SET created_at = now() - interval '40 days' WHERE id = ANY ($1::uuid[]);
+`, []uuid.UUID{b.pid, busy}); err != nil {
 		t.Fatal(err)
 	}
-	l.cursor(t, "g", 0)
-	if _, err := l.db.Exec(ctx, `UPDATE queen.partitions SET created_at = now() - interval '40 days' WHERE id = ANY ($1::uuid[]);
-`, []uuid.UUID{l.pid, busy}); err != nil {
+	if _, err := b.conn(t).Exec(ctx, `UPDATE queen.cursors SET created_at = now() - interval '40 days' WHERE partition_id = $1`, b.pid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.db.Exec(ctx, `UPDATE queen.cursors SET created_at = now() - interval '40 days' WHERE partition_id = $1`, l.pid); err != nil {
+	if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'recent', 0)`, busy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.db.Exec(ctx, `INSERT INTO queen.cursors (partition_id, consumer_group, committed) VALUES ($1, 'recent', 0)`, busy); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.rc.RemoveIdlePartitions(ctx, 30*24*time.Hour, 1000); err != nil {
+	if _, err := b.rc.RemoveIdlePartitions(ctx, 30*24*time.Hour, 1000); err != nil {
 		t.Fatal(err)
 	}
 	var left []uuid.UUID
-	rows, _ := l.db.Query(ctx, `SELECT id FROM queen.partitions WHERE queue_id = $1`, l.q.ID)
-	left, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	rows, _ := b.conn(t).Query(ctx, `SELECT id FROM queen.partitions WHERE queue_id = $1`, b.q.ID)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil || !slices.Equal(left, []uuid.UUID{busy}) {
 		t.Fatalf("partitions left %v (%v), want only the busy one", left, err)
 	}
-	if n := l.count(t, "cursors"); n != 0 {
+	if n := b.count(t, "cursors"); n != 0 {
 		t.Fatalf("%d cursors of the removed partition left", n)
 	}
 }
@@ -515,7 +502,7 @@ func TestRemoveIdlePartitions(t *testing.T) {
 func TestLead_OneLeaderPerJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, b := retentionConn(t, openStore(t)), retentionConn(t, openStore(t))
+	a, b := setup(t).retentionConn(t), setup(t).retentionConn(t)
 	job := "test-" + uuid.NewString()
 	ran, err := a.Lead(ctx, job, func(ctx context.Context) error {
 		if ran, err := b.Lead(ctx, job, func(context.Context) error { return nil }); ran || err != nil {
@@ -541,15 +528,11 @@ func TestLead_OneLeaderPerJob(t *testing.T) {
 func TestRetentionConn_TakesNoPoolConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "retention_enabled = true, retention_seconds = 60, max_wait_time_seconds = 60")
-	l.push(t, "old", 2)
-	l.age(t, 2, time.Hour)
-	s, err := pg.Open(ctx, pg.Config{URL: testURL, PoolSize: 1, AcquireTimeout: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rc := retentionConn(t, s)
+	b := setupRetention(t, "retention_enabled = true, retention_seconds = 60, max_wait_time_seconds = 60")
+	b.push(t, "old", 2)
+	b.age(t, 2, time.Hour)
+	small := setup(t, func(c *pg.Config) { c.PoolSize, c.AcquireTimeout = 1, time.Millisecond })
+	rc := small.retentionConn(t)
 	for _, job := range []string{"retention", "eviction"} {
 		led, err := rc.Lead(ctx, "test-"+job+"-"+uuid.NewString(), func(ctx context.Context) error {
 			if _, err := rc.RetentionTargets(ctx); err != nil {
@@ -558,10 +541,10 @@ func TestRetentionConn_TakesNoPoolConnection(t *testing.T) {
 			if _, err := rc.EvictionTargets(ctx); err != nil {
 				return err
 			}
-			if _, _, err := rc.Evict(ctx, []queengo.CursorKey{{Partition: l.pid, Group: queengo.QueueModeGroup}}, 1000); err != nil {
+			if _, _, err := rc.Evict(ctx, []queengo.CursorKey{{Partition: b.pid, Group: queengo.QueueModeGroup}}, 1000); err != nil {
 				return err
 			}
-			if _, _, err := rc.DropSegments(ctx, []uuid.UUID{l.pid}, 1000); err != nil {
+			if _, _, err := rc.DropSegments(ctx, []uuid.UUID{b.pid}, 1000); err != nil {
 				return err
 			}
 			// Idle for two centuries: it removes nothing other tests use.
@@ -575,7 +558,7 @@ func TestRetentionConn_TakesNoPoolConnection(t *testing.T) {
 			t.Fatalf("%s: led %v, %v", job, led, err)
 		}
 	}
-	if total, _, _ := s.PoolStats(); total != 0 {
+	if total, _, _ := small.s.PoolStats(); total != 0 {
 		t.Fatalf("the pool opened %d connections for the jobs", total)
 	}
 }
@@ -642,27 +625,27 @@ func TestConnectRetention_UnreachableOrFrozen(t *testing.T) {
 func TestAppend_MaxSizeRefusesPastTheSlowestGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "max_queue_size = 3")
-	l.push(t, "a", 2)
-	d, err := l.s.Append(ctx, []queengo.Segment{{Partition: l.pid, Frames: []queengo.Frame{frame("a-0"), frame("b"), frame("c")}}})
+	b := setupRetention(t, "max_queue_size = 3")
+	b.push(t, "a", 2)
+	d, err := b.s.Append(ctx, []queengo.Segment{{Partition: b.pid, Frames: []queengo.Frame{frame("a-0"), frame("b"), frame("c")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d[0][0] == uuid.Nil || d[0][0] == queengo.QueueFullMark || d[0][1] != uuid.Nil || d[0][2] != queengo.QueueFullMark {
 		t.Fatalf("results %v: want duplicate, written, refused", d[0])
 	}
-	l.cursor(t, "fast", 3)
-	l.cursor(t, "slow", 0)
-	d, err = l.s.Append(ctx, []queengo.Segment{{Partition: l.pid, Frames: []queengo.Frame{frame("d")}}})
+	b.cursor(t, "fast", 3)
+	b.cursor(t, "slow", 0)
+	d, err = b.s.Append(ctx, []queengo.Segment{{Partition: b.pid, Frames: []queengo.Frame{frame("d")}}})
 	if err != nil || d[0][0] != queengo.QueueFullMark {
 		t.Fatalf("with the slow group 3 behind: %v %v, want refused", d, err)
 	}
-	l.cursor(t, "slow", 1)
-	d, err = l.s.Append(ctx, []queengo.Segment{{Partition: l.pid, Frames: []queengo.Frame{frame("d"), frame("e")}}})
+	b.cursor(t, "slow", 1)
+	d, err = b.s.Append(ctx, []queengo.Segment{{Partition: b.pid, Frames: []queengo.Frame{frame("d"), frame("e")}}})
 	if err != nil || d[0][0] != uuid.Nil || d[0][1] != queengo.QueueFullMark {
 		t.Fatalf("one slot free: %v %v", d, err)
 	}
-	_, err = l.s.Transaction(ctx, []queengo.TxOp{{Push: &queengo.PushItem{Queue: l.q.Name, Partition: "p", Frame: frame("f")}}})
+	_, err = b.s.Transaction(ctx, []queengo.TxOp{{Push: &queengo.PushItem{Queue: b.q.Name, Partition: "p", Frame: frame("f")}}})
 	if !errors.Is(err, queengo.ErrQueueFull) {
 		t.Fatalf("transaction into a full queue: %v, want ErrQueueFull", err)
 	}
@@ -674,32 +657,32 @@ func TestAppend_MaxSizeRefusesPastTheSlowestGroup(t *testing.T) {
 func TestLockOrder_RetentionAndWritesNeverWaitForEachOther(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLifecycle(t, "retention_enabled = true, retention_seconds = 60")
-	l.push(t, "old", 2)
-	l.age(t, 2, time.Hour)
-	writer := holdWrite(t, session(t, "10s"), l.pid)
+	b := setupRetention(t, "retention_enabled = true, retention_seconds = 60")
+	b.push(t, "old", 2)
+	b.age(t, 2, time.Hour)
+	writer := holdWrite(t, b.session(t, "10s"), b.pid)
 	bctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if d, _, err := l.rc.DropSegments(bctx, []uuid.UUID{l.pid}, 1000); err != nil || d.Segments != 1 {
+	if d, _, err := b.rc.DropSegments(bctx, []uuid.UUID{b.pid}, 1000); err != nil || d.Segments != 1 {
 		t.Fatalf("retention while a write holds the partition: %+v %v", d, err)
 	}
 	if err := writer.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	l.push(t, "older", 1)
-	l.age(t, 4, 2*time.Hour)
-	tx, err := session(t, "10s").Begin(ctx)
+	b.push(t, "older", 1)
+	b.age(t, 4, 2*time.Hour)
+	tx, err := b.session(t, "10s").Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT count(*) FROM queen.retention_take(ARRAY[$1::uuid], 1000, 64)`, l.pid); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM queen.retention_take(ARRAY[$1::uuid], 1000, 64)`, b.pid); err != nil {
 		t.Fatal(err)
 	}
-	w := session(t, "2s")
+	w := b.session(t, "2s")
 	if _, err := w.Exec(ctx, `SELECT queen.append_segments(ARRAY[$1::uuid], '{1}', ARRAY[$2], ARRAY[$3::uuid], ARRAY['\x00'::bytea])`,
-		l.pid, uuid.NewString(), uuid.NewString()); err != nil {
+		b.pid, uuid.NewString(), uuid.NewString()); err != nil {
 		t.Fatalf("write while a retention batch holds the partition: %v", err)
 	}
 }

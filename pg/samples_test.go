@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queengo/queengo"
-	"github.com/queengo/queengo/pg"
 )
 
 // The metrics samples (pg/samples.go). The ticks are dated in the future so
@@ -16,10 +15,10 @@ import (
 
 // tick writes one tick of instance at at and reports whether it led and,
 // when it did, whether the store called it continuous.
-func tick(t *testing.T, s *pg.Store, instance string, at, last time.Time) (led, continuous bool) {
+func (b *bundle) tick(t *testing.T, instance string, at, last time.Time) (led, continuous bool) {
 	t.Helper()
 	called := false
-	res, err := s.WriteSamples(context.Background(), queengo.SampleWrite{At: at, Instance: instance,
+	res, err := b.s.WriteSamples(context.Background(), queengo.SampleWrite{At: at, Instance: instance,
 		Process: []byte(`{}`), LastWritten: last, MinGap: 5 * time.Second, Cutoff: time.Unix(0, 0), DeleteLimit: 10,
 		Queues: func(c bool) []queengo.QueueSample {
 			called, continuous = true, c
@@ -39,31 +38,31 @@ func tick(t *testing.T, s *pg.Store, instance string, at, last time.Time) (led, 
 // process row only. A tick is continuous when the newest queue rows are the
 // instance's own at LastWritten.
 func TestWriteSamples_OneWriterPerTickAndContinuity(t *testing.T) {
-	s := openStore(t)
+	bb := setup(t)
+	db := bb.conn(t) // before the cleanup below, which uses it
 	a, b := "a-"+uuid.NewString()[:8], "b-"+uuid.NewString()[:8]
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(time.Now().UnixNano() % int64(time.Hour)))
 	base = base.Truncate(time.Microsecond)
 	t.Cleanup(func() {
-		db := session(t, "5s")
 		_, _ = db.Exec(context.Background(), `DELETE FROM queen.metrics_samples WHERE instance IN ($1, $2)`, a, b)
 	})
-	if led, cont := tick(t, s, a, base, time.Time{}); !led || cont {
+	if led, cont := bb.tick(t, a, base, time.Time{}); !led || cont {
 		t.Fatalf("first tick: led %v continuous %v, want led, not continuous", led, cont)
 	}
-	if led, _ := tick(t, s, b, base.Add(time.Second), time.Time{}); led {
+	if led, _ := bb.tick(t, b, base.Add(time.Second), time.Time{}); led {
 		t.Fatal("a second process led within MinGap")
 	}
-	if led, cont := tick(t, s, a, base.Add(10*time.Second), base); !led || !cont {
+	if led, cont := bb.tick(t, a, base.Add(10*time.Second), base); !led || !cont {
 		t.Fatalf("a's next tick: led %v continuous %v, want both", led, cont)
 	}
-	if led, cont := tick(t, s, b, base.Add(20*time.Second), time.Time{}); !led || cont {
+	if led, cont := bb.tick(t, b, base.Add(20*time.Second), time.Time{}); !led || cont {
 		t.Fatalf("b's tick: led %v continuous %v", led, cont)
 	}
-	if _, cont := tick(t, s, a, base.Add(30*time.Second), base.Add(10*time.Second)); cont {
+	if _, cont := bb.tick(t, a, base.Add(30*time.Second), base.Add(10*time.Second)); cont {
 		t.Fatal("a's tick after b wrote was continuous")
 	}
 	var procs int
-	if err := session(t, "5s").QueryRow(context.Background(), `SELECT count(*) FROM queen.metrics_samples
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM queen.metrics_samples
  WHERE instance IN ($1, $2) AND queue_id IS NULL`, a, b).Scan(&procs); err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +73,9 @@ func TestWriteSamples_OneWriterPerTickAndContinuity(t *testing.T) {
 
 // Samples past the cutoff go, at most DeleteLimit a tick.
 func TestWriteSamples_DeletesExpiredInBatches(t *testing.T) {
-	s := openStore(t)
+	b := setup(t)
 	inst := "old-" + uuid.NewString()[:8]
-	db := session(t, "5s")
+	db := b.conn(t)
 	ctx := context.Background()
 	if _, err := db.Exec(ctx, `INSERT INTO queen.metrics_samples (sampled_at, instance, figures)
 SELECT timestamptz '1990-01-01' + make_interval(secs => g), $1, '{}' FROM generate_series(1, 25) g`, inst); err != nil {
@@ -84,7 +83,7 @@ SELECT timestamptz '1990-01-01' + make_interval(secs => g), $1, '{}' FROM genera
 	}
 	at := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(time.Now().UnixNano() % int64(time.Hour)))
 	for i, want := range []int64{10, 10, 5, 0} {
-		res, err := s.WriteSamples(ctx, queengo.SampleWrite{At: at.Add(time.Duration(i) * time.Minute), Instance: inst,
+		res, err := b.s.WriteSamples(ctx, queengo.SampleWrite{At: at.Add(time.Duration(i) * time.Minute), Instance: inst,
 			Process: []byte(`{}`), MinGap: time.Second, Cutoff: time.Date(1991, 1, 1, 0, 0, 0, 0, time.UTC), DeleteLimit: 10,
 			Queues: func(bool) []queengo.QueueSample { return nil }})
 		if err != nil {

@@ -3,70 +3,15 @@ package pg_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg"
-	"github.com/queengo/queengo/pg/pgtest"
 )
-
-var testURL string
-
-func TestMain(m *testing.M) {
-	db, err := pgtest.Create("pg")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testURL = db.URL
-	code := m.Run()
-	if err := db.Drop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
-
-func openStore(t *testing.T) *pg.Store {
-	t.Helper()
-	s, err := pg.Open(context.Background(), pg.Config{URL: testURL, PoolSize: 4, AcquireTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// openFresh opens a store, not yet migrated, with cfg (its URL set here) on
-// a database of its own named after prefix; both go when the test ends.
-func openFresh(t *testing.T, prefix string, cfg pg.Config) (*pg.Store, *pgtest.Database) {
-	t.Helper()
-	db, err := pgtest.Create(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Drop() })
-	cfg.URL = db.URL
-	s, err := pg.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s, db
-}
-
-func frame(tx string) queengo.Frame {
-	return queengo.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(`{"tx":"` + tx + `"}`)}
-}
 
 // TestMigrateConcurrent: two processes starting together must not race.
 func TestMigrateConcurrent(t *testing.T) {
@@ -77,7 +22,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := pg.Open(context.Background(), pg.Config{URL: testURL, PoolSize: 2})
+			s, err := pg.Open(context.Background(), pg.Config{URL: testDB.URL, PoolSize: 2})
 			if err != nil {
 				errs <- err
 				return
@@ -99,28 +44,28 @@ func TestMigrateConcurrent(t *testing.T) {
 func TestAppendAndClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, err := s.EnsureQueue(ctx, "pgtest.append")
+	b := setup(t)
+	q, err := b.s.EnsureQueue(ctx, "pgtest.append")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if q.Namespace != "pgtest" || q.Task != "append" || q.Options.LeaseTime != 60 {
 		t.Fatalf("implicit queue: %+v", q)
 	}
-	pid, err := s.EnsurePartition(ctx, q.ID, "p1")
+	pid, err := b.s.EnsurePartition(ctx, q.ID, "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a"), frame("b")}}})
+	d, err := b.s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a"), frame("b")}}})
 	if err != nil || d[0][0] != uuid.Nil || d[0][1] != uuid.Nil {
 		t.Fatalf("append: %v %v", d, err)
 	}
-	d, err = s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("b"), frame("c")}}})
+	d, err = b.s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("b"), frame("c")}}})
 	if err != nil || d[0][0] == uuid.Nil || d[0][1] != uuid.Nil {
 		t.Fatalf("append dup: %v %v", d, err)
 	}
 	lease := uuid.Must(uuid.NewV7())
-	res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
+	res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +76,7 @@ func TestAppendAndClaim(t *testing.T) {
 	if string(r.Messages[1].Payload) != `{"tx":"b"}` || r.Messages[0].CreatedAt == "" {
 		t.Fatalf("claim payload: %q %q", r.Messages[1].Payload, r.Messages[0].CreatedAt)
 	}
-	res, err = s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
+	res, err = b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: queengo.QueueModeGroup, Batch: 10, LeaseID: lease}})
 	if err != nil || len(res[0].Messages) != 0 {
 		t.Fatalf("leased partition claimed twice: %+v %v", res, err)
 	}
@@ -144,23 +89,19 @@ func TestAppendAndClaim(t *testing.T) {
 func TestAppend_OneCommitOverSeveralPartitionsKeepsEachSegmentApart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, err := s.EnsureQueue(ctx, "pgtest.append-many")
+	b := setup(t)
+	q, err := b.s.EnsureQueue(ctx, "pgtest.append-many")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []uuid.UUID
 	for _, name := range []string{"p1", "p2", "p3"} {
-		pid, err := s.EnsurePartition(ctx, q.ID, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, pid)
+		pids = append(pids, b.partition(t, q, name))
 	}
-	if _, err := s.Append(ctx, []queengo.Segment{{Partition: pids[1], Frames: []queengo.Frame{frame("b0")}}}); err != nil {
+	if _, err := b.s.Append(ctx, []queengo.Segment{{Partition: pids[1], Frames: []queengo.Frame{frame("b0")}}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.Append(ctx, []queengo.Segment{
+	d, err := b.s.Append(ctx, []queengo.Segment{
 		{Partition: pids[0], Frames: []queengo.Frame{frame("a1"), frame("a2"), frame("a3")}},
 		{Partition: pids[1], Frames: []queengo.Frame{frame("b0"), frame("b1"), frame("b2-longer-payload")}},
 		{Partition: pids[2], Frames: []queengo.Frame{frame("c1")}},
@@ -173,7 +114,7 @@ func TestAppend_OneCommitOverSeveralPartitionsKeepsEachSegmentApart(t *testing.T
 	}
 	want := map[uuid.UUID][]string{pids[0]: {"a1", "a2", "a3"}, pids[1]: {"b0", "b1", "b2-longer-payload"}, pids[2]: {"c1"}}
 	for _, pid := range pids {
-		res, err := s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid, Group: queengo.QueueModeGroup,
+		res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Partition: pid, Group: queengo.QueueModeGroup,
 			Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +140,7 @@ func TestAppend_OneCommitOverSeveralPartitionsKeepsEachSegmentApart(t *testing.T
 func TestClaim_OneFailingClaimLeavesTheRoundServed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
+	b := setup(t)
 	for _, tc := range []struct {
 		name string
 		bad  func(p *queengo.ClaimParams)
@@ -210,23 +151,17 @@ func TestClaim_OneFailingClaimLeavesTheRoundServed(t *testing.T) {
 		{"server", func(p *queengo.ClaimParams) { p.Group = "bad\x00group" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := s.EnsureQueue(ctx, "pgtest.round-"+tc.name)
+			q, err := b.s.EnsureQueue(ctx, "pgtest.round-"+tc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pid, err := s.EnsurePartition(ctx, q.ID, "p1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: []queengo.Frame{frame("a-" + tc.name), frame("b-" + tc.name)}}}); err != nil {
-				t.Fatal(err)
-			}
+			b.append(t, segOf(b.partition(t, q, "p1"), "a-"+tc.name, "b-"+tc.name))
 			claim := func(group string) queengo.ClaimParams {
 				return queengo.ClaimParams{QueueIDs: []uuid.UUID{q.ID}, Group: group, Batch: 10, LeaseID: uuid.Must(uuid.NewV7())}
 			}
 			round := []queengo.ClaimParams{claim("g1"), claim("g2"), claim("g3"), claim("g4")}
 			tc.bad(&round[2])
-			res, err := s.Claim(ctx, round)
+			res, err := b.s.Claim(ctx, round)
 			if err != nil {
 				t.Fatalf("the round failed as a whole: %v", err)
 			}
@@ -244,7 +179,7 @@ func TestClaim_OneFailingClaimLeavesTheRoundServed(t *testing.T) {
 			// Each good group holds exactly one lease, its own: a second
 			// claim of the group finds nothing.
 			for _, g := range []string{"g1", "g2", "g4"} {
-				again, err := s.Claim(ctx, []queengo.ClaimParams{claim(g)})
+				again, err := b.s.Claim(ctx, []queengo.ClaimParams{claim(g)})
 				if err != nil || again[0].Err != nil || len(again[0].Messages) != 0 {
 					t.Fatalf("group %s claimed again: %+v %v", g, again, err)
 				}
@@ -261,23 +196,11 @@ func TestRequestTimeout_BoundsAStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const rt = 300 * time.Millisecond
-	s, err := pg.Open(ctx, pg.Config{URL: testURL, PoolSize: 2, AcquireTimeout: 5 * time.Second, RequestTimeout: rt})
-	if err != nil {
+	b := setup(t, func(c *pg.Config) { c.PoolSize, c.RequestTimeout = 2, rt })
+	if _, err := b.s.EnsureQueue(ctx, "pgtest.locked"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.EnsureQueue(ctx, "pgtest.locked"); err != nil {
-		t.Fatal(err)
-	}
-	locker, err := pgx.Connect(ctx, testURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
+	tx, err := b.conn(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,17 +208,17 @@ func TestRequestTimeout_BoundsAStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = s.DeleteQueue(ctx, "pgtest.locked")
+	_, err = b.s.DeleteQueue(ctx, "pgtest.locked")
 	if el := time.Since(start); !errors.Is(err, queengo.ErrTimeout) || el > rt+2*time.Second {
 		t.Fatalf("delete of a locked queue: %v after %v, want ErrTimeout after about %v", err, el, rt)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if existed, err := s.DeleteQueue(ctx, "pgtest.locked"); err != nil || !existed {
+	if existed, err := b.s.DeleteQueue(ctx, "pgtest.locked"); err != nil || !existed {
 		t.Fatalf("delete after the lock was released: %v %v", existed, err)
 	}
-	if err := s.Ping(ctx); err != nil {
+	if err := b.s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,36 +17,27 @@ import (
 func TestTraces_PayloadFromItsSegment(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openStore(t)
-	q, err := s.EnsureQueue(ctx, "pgtest.traces")
+	b := setup(t)
+	q, err := b.s.EnsureQueue(ctx, "pgtest.traces")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := s.EnsurePartition(ctx, q.ID, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := b.partition(t, q, "p1")
 	for _, seg := range [][]string{{"t1", "t2"}, {"t3", "t4", "t5"}, {"t6"}} {
-		var fs []queengo.Frame
-		for _, tx := range seg {
-			fs = append(fs, frame(tx))
-		}
-		if _, err := s.Append(ctx, []queengo.Segment{{Partition: pid, Frames: fs}}); err != nil {
-			t.Fatal(err)
-		}
+		b.append(t, segOf(pid, seg...))
 	}
 	name := "pg-" + uuid.NewString()
 	for _, tx := range []string{"t1", "t4", "t6"} {
-		if _, err := s.RecordTrace(ctx, queengo.NewTrace{PartitionID: pid, TransactionID: tx, Group: "g",
+		if _, err := b.s.RecordTrace(ctx, queengo.NewTrace{PartitionID: pid, TransactionID: tx, Group: "g",
 			EventType: "info", Data: []byte(`{"x":1}`), Names: []string{name}, WorkerID: "w"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.RecordTrace(ctx, queengo.NewTrace{PartitionID: pid, TransactionID: "nope", Data: []byte(`1`),
+	if _, err := b.s.RecordTrace(ctx, queengo.NewTrace{PartitionID: pid, TransactionID: "nope", Data: []byte(`1`),
 		Names: []string{}}); !errors.Is(err, queengo.ErrNotFound) {
 		t.Fatalf("trace of a message not stored: %v, want ErrNotFound", err)
 	}
-	list, total, err := s.TracesByName(ctx, name, 10, 0)
+	list, total, err := b.s.TracesByName(ctx, name, 10, 0)
 	if err != nil || total != 3 || len(list) != 3 {
 		t.Fatalf("by name: %d traces, total %d, %v", len(list), total, err)
 	}
@@ -56,7 +47,7 @@ func TestTraces_PayloadFromItsSegment(t *testing.T) {
 			t.Fatalf("trace %d: %+v, want the message %s with its payload", i, list[i], tx)
 		}
 	}
-	names, n, err := s.TraceNames(ctx, 1000, 0)
+	names, n, err := b.s.TraceNames(ctx, 1000, 0)
 	if err != nil || n < 1 {
 		t.Fatalf("names: %d, %v", n, err)
 	}

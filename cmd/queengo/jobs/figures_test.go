@@ -3,14 +3,15 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// figuresRig is a shared[int] whose computations the test releases one by
-// one: each returns the next number, or errNext when set.
-type figuresRig struct {
+// figuresBundle is a shared[int] whose computations the test releases one
+// by one: each returns the next number, with the error it was released with.
+type figuresBundle struct {
 	f       *shared[int]
 	clock   *fakeClock
 	started chan struct{} // one value per computation started
@@ -18,8 +19,10 @@ type figuresRig struct {
 	n       atomic.Int64  // computations finished
 }
 
-func newFiguresRig() *figuresRig {
-	r := &figuresRig{clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, started: make(chan struct{}, 16),
+// setupFigures makes a figuresBundle: fresh for 1 s, too old after 10 s.
+func setupFigures(t *testing.T) *figuresBundle {
+	t.Helper()
+	r := &figuresBundle{clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, started: make(chan struct{}, 16),
 		release: make(chan error)}
 	r.f = &shared[int]{clock: r.clock.Now, fresh: time.Second, maxAge: 10 * time.Second, timeout: time.Minute,
 		compute: func(ctx context.Context) (int, error) {
@@ -32,7 +35,7 @@ func newFiguresRig() *figuresRig {
 
 // get reads the figures on its own goroutine; the result arrives on the
 // channel.
-func (r *figuresRig) get() chan int {
+func (r *figuresBundle) get() chan int {
 	out := make(chan int, 1)
 	go func() {
 		v, _, err := r.f.get(context.Background())
@@ -44,7 +47,8 @@ func (r *figuresRig) get() chan int {
 	return out
 }
 
-func (r *figuresRig) waitStarted(t *testing.T) {
+// waitStarted waits for a computation to start.
+func (r *figuresBundle) waitStarted(t *testing.T) {
 	t.Helper()
 	select {
 	case <-r.started:
@@ -53,7 +57,8 @@ func (r *figuresRig) waitStarted(t *testing.T) {
 	}
 }
 
-func (r *figuresRig) noneStarted(t *testing.T) {
+// noneStarted checks that no computation started since the last wait.
+func (r *figuresBundle) noneStarted(t *testing.T) {
 	t.Helper()
 	select {
 	case <-r.started:
@@ -62,6 +67,7 @@ func (r *figuresRig) noneStarted(t *testing.T) {
 	}
 }
 
+// wantFigure waits for a read's answer and checks it is v.
 func wantFigure(t *testing.T, got chan int, v int) {
 	t.Helper()
 	select {
@@ -77,7 +83,7 @@ func wantFigure(t *testing.T, got chan int, v int) {
 // Readers with no figures wait for one computation, which they share; a
 // read within fresh gets the same figures without computing.
 func TestFigures_FirstReadersShareOneComputation(t *testing.T) {
-	r := newFiguresRig()
+	r := setupFigures(t)
 	a, b := r.get(), r.get()
 	r.waitStarted(t)
 	r.release <- nil
@@ -91,7 +97,7 @@ func TestFigures_FirstReadersShareOneComputation(t *testing.T) {
 // Past fresh a read answers the old figures at once and starts one
 // computation in the background; the next read gets its result.
 func TestFigures_StaleReadAnswersAtOnceAndRecomputesOnce(t *testing.T) {
-	r := newFiguresRig()
+	r := setupFigures(t)
 	first := r.get()
 	r.waitStarted(t)
 	r.release <- nil
@@ -103,22 +109,17 @@ func TestFigures_StaleReadAnswersAtOnceAndRecomputesOnce(t *testing.T) {
 	wantFigure(t, r.get(), 1) // the computation is still running: no second one
 	r.noneStarted(t)
 	r.release <- nil
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		v, _, _ := r.f.get(context.Background())
-		if v == 2 {
-			break
+	eventually(t, func() error {
+		if v, _, _ := r.f.get(context.Background()); v != 2 {
+			return fmt.Errorf("the background result never arrived (got %d)", v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background result never arrived (got %d)", v)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Past maxAge a read waits for new figures.
 func TestFigures_TooOldMakesTheReaderWait(t *testing.T) {
-	r := newFiguresRig()
+	r := setupFigures(t)
 	first := r.get()
 	r.waitStarted(t)
 	r.release <- nil
@@ -139,7 +140,7 @@ func TestFigures_TooOldMakesTheReaderWait(t *testing.T) {
 // After drop the next read computes anew, and a computation started before
 // the drop is not kept.
 func TestFigures_DropForgetsAndDiscardsTheRunningComputation(t *testing.T) {
-	r := newFiguresRig()
+	r := setupFigures(t)
 	early := r.get()
 	r.waitStarted(t)
 	r.f.drop()
@@ -160,7 +161,7 @@ func TestFigures_DropForgetsAndDiscardsTheRunningComputation(t *testing.T) {
 
 // A failed computation is answered to its readers and not kept.
 func TestFigures_ErrorIsNotKept(t *testing.T) {
-	r := newFiguresRig()
+	r := setupFigures(t)
 	first := r.get()
 	r.waitStarted(t)
 	r.release <- errors.New("database down")

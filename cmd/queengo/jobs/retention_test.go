@@ -133,56 +133,30 @@ func (f *fakeRetentionStore) OldestMessages(context.Context) (map[string]time.Ti
 	return f.oldest, nil
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestRetention(f *fakeRetentionStore, cfg RetentionConfig) (*Retention, *fakeClock) {
-	r := NewRetention(cfg, f.connect, nil)
-	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	r.clock = clk.Now
-	return r, clk
-}
-
 // A run works through every target, batch after batch, each batch going on
 // with the targets the previous one left unfinished.
 func TestRetention_RunDrainsTargetsInBatches(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
+	s := setup(t, RetentionConfig{Interval: time.Minute})
 	a, b, c := uuid.New(), uuid.New(), uuid.New()
-	f.targets = []uuid.UUID{a, b, c}
+	s.f.targets = []uuid.UUID{a, b, c}
 	var seen [][]uuid.UUID
-	f.drop = func(parts []uuid.UUID) (queengo.Dropped, int, error) {
+	s.f.drop = func(parts []uuid.UUID) (queengo.Dropped, int, error) {
 		seen = append(seen, parts)
 		if len(seen) == 1 {
 			return queengo.Dropped{Segments: 2, Messages: 10, Bytes: 100}, 0, nil // a is unfinished
 		}
 		return queengo.Dropped{Segments: 1, Messages: 5, Bytes: 50}, 1, nil
 	}
-	r, _ := newTestRetention(f, RetentionConfig{Interval: time.Minute})
-	before := r.count.droppedSegments.Get()
-	r.retain(context.Background(), f)
+	before := s.r.count.droppedSegments.Get()
+	s.r.retain(context.Background(), s.f)
 	if len(seen) != 4 || len(seen[0]) != 3 || len(seen[1]) != 3 || len(seen[2]) != 2 || seen[3][0] != c {
 		t.Fatalf("batches saw %v", seen)
 	}
-	if got := r.count.droppedSegments.Get() - before; got < 5 {
+	if got := s.r.count.droppedSegments.Get() - before; got < 5 {
 		t.Fatalf("dropped segments counter grew by %d, want 5", got)
 	}
-	if f.called("RemoveIdlePartitions") != 1 {
+	if s.f.called("RemoveIdlePartitions") != 1 {
 		t.Fatal("the run did not clean up idle partitions")
 	}
 }
@@ -192,15 +166,14 @@ func TestRetention_RunDrainsTargetsInBatches(t *testing.T) {
 // on with it.
 func TestRetention_RunStopsAtHalfItsInterval(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	f.targets = []uuid.UUID{uuid.New()}
-	r, clk := newTestRetention(f, RetentionConfig{Interval: time.Minute})
-	f.drop = func([]uuid.UUID) (queengo.Dropped, int, error) {
-		clk.advance(15 * time.Second) // an endless backlog, 15 s a batch
+	s := setup(t, RetentionConfig{Interval: time.Minute})
+	s.f.targets = []uuid.UUID{uuid.New()}
+	s.f.drop = func([]uuid.UUID) (queengo.Dropped, int, error) {
+		s.clock.advance(15 * time.Second) // an endless backlog, 15 s a batch
 		return queengo.Dropped{Segments: 1}, 0, nil
 	}
-	r.retain(context.Background(), f)
-	if n := f.called("DropSegments"); n != 2 {
+	s.r.retain(context.Background(), s.f)
+	if n := s.f.called("DropSegments"); n != 2 {
 		t.Fatalf("%d batches, want 2 (30 s of a 60 s interval)", n)
 	}
 }
@@ -209,48 +182,45 @@ func TestRetention_RunStopsAtHalfItsInterval(t *testing.T) {
 // error instead of spinning.
 func TestRetention_BatchWithoutProgressEndsTheRun(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	f.targets = []uuid.UUID{uuid.New()}
-	f.drop = func([]uuid.UUID) (queengo.Dropped, int, error) { return queengo.Dropped{}, 0, nil }
-	r, _ := newTestRetention(f, RetentionConfig{})
-	failed := r.runOutcome(jobRetention, "failed").Get()
-	r.retain(context.Background(), f)
-	if f.called("DropSegments") != 1 || r.runOutcome(jobRetention, "failed").Get() != failed+1 {
-		t.Fatalf("%d batches; failed runs %d -> %d", f.called("DropSegments"), failed, r.runOutcome(jobRetention, "failed").Get())
+	s := setup(t, RetentionConfig{})
+	s.f.targets = []uuid.UUID{uuid.New()}
+	s.f.drop = func([]uuid.UUID) (queengo.Dropped, int, error) { return queengo.Dropped{}, 0, nil }
+	failed := s.r.runOutcome(jobRetention, "failed").Get()
+	s.r.retain(context.Background(), s.f)
+	if s.f.called("DropSegments") != 1 || s.r.runOutcome(jobRetention, "failed").Get() != failed+1 {
+		t.Fatalf("%d batches; failed runs %d -> %d", s.f.called("DropSegments"), failed, s.r.runOutcome(jobRetention, "failed").Get())
 	}
 }
 
 // Another process holds the lock: this one does none of the work.
 func TestRetention_SkipsWhenAnotherProcessLeads(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	f.notLed = true
-	f.targets = []uuid.UUID{uuid.New()}
-	f.cursors = []queengo.CursorKey{{Partition: uuid.New(), Group: "g"}}
-	r, _ := newTestRetention(f, RetentionConfig{})
-	r.retain(context.Background(), f)
-	r.evict(context.Background(), f)
-	if f.called("DropSegments")+f.called("Evict")+f.called("RemoveIdlePartitions") != 0 {
-		t.Fatalf("work done without the lock: %v", f.calls)
+	s := setup(t, RetentionConfig{})
+	s.f.notLed = true
+	s.f.targets = []uuid.UUID{uuid.New()}
+	s.f.cursors = []queengo.CursorKey{{Partition: uuid.New(), Group: "g"}}
+	s.r.retain(context.Background(), s.f)
+	s.r.evict(context.Background(), s.f)
+	if s.f.called("DropSegments")+s.f.called("Evict")+s.f.called("RemoveIdlePartitions") != 0 {
+		t.Fatalf("work done without the lock: %v", s.f.calls)
 	}
 }
 
 // Eviction works through its targets in batches within half its interval.
 func TestEviction_RunDrainsTargetsInBatches(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
+	s := setup(t, RetentionConfig{})
 	p := uuid.New()
-	f.cursors = []queengo.CursorKey{{Partition: p, Group: "a"}, {Partition: p, Group: "b"}}
+	s.f.cursors = []queengo.CursorKey{{Partition: p, Group: "a"}, {Partition: p, Group: "b"}}
 	var seen []int
-	f.evict = func(targets []queengo.CursorKey) (int64, int, error) {
+	s.f.evict = func(targets []queengo.CursorKey) (int64, int, error) {
 		seen = append(seen, len(targets))
 		return 3, 1, nil
 	}
-	r, _ := newTestRetention(f, RetentionConfig{})
-	before := r.count.evicted.Get()
-	r.evict(context.Background(), f)
-	if len(seen) != 2 || seen[0] != 2 || seen[1] != 1 || r.count.evicted.Get()-before < 6 {
-		t.Fatalf("batches saw %v, evicted counter +%d", seen, r.count.evicted.Get()-before)
+	before := s.r.count.evicted.Get()
+	s.r.evict(context.Background(), s.f)
+	if len(seen) != 2 || seen[0] != 2 || seen[1] != 1 || s.r.count.evicted.Get()-before < 6 {
+		t.Fatalf("batches saw %v, evicted counter +%d", seen, s.r.count.evicted.Get()-before)
 	}
 }
 
@@ -258,25 +228,25 @@ func TestEviction_RunDrainsTargetsInBatches(t *testing.T) {
 // goes away with the queue's last message.
 func TestRetention_OldestMessageAgeGauge(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	r, clk := newTestRetention(f, RetentionConfig{})
+	s := setup(t, RetentionConfig{})
 	q := "age-" + uuid.NewString()[:8] + `"quoted"`
-	f.oldest = map[string]time.Time{q: clk.Now().Add(-10 * time.Second)}
-	r.refreshAges(context.Background(), f)
-	clk.advance(5 * time.Second)
+	s.f.oldest = map[string]time.Time{q: s.clock.Now().Add(-10 * time.Second)}
+	s.r.refreshAges(context.Background(), s.f)
+	s.clock.advance(5 * time.Second)
 	line := `queengo_queue_oldest_message_age_seconds{queue="` + strings.ReplaceAll(q, `"`, `\"`) + `"} 15`
-	if out := prometheus(r); !strings.Contains(out, line) {
+	if out := prometheus(s.r); !strings.Contains(out, line) {
 		t.Fatalf("want %q in the metrics", line)
 	}
-	f.mu.Lock()
-	f.oldest = map[string]time.Time{}
-	f.mu.Unlock()
-	r.refreshAges(context.Background(), f)
-	if out := prometheus(r); strings.Contains(out, q[:12]) {
+	s.f.mu.Lock()
+	s.f.oldest = map[string]time.Time{}
+	s.f.mu.Unlock()
+	s.r.refreshAges(context.Background(), s.f)
+	if out := prometheus(s.r); strings.Contains(out, q[:12]) {
 		t.Fatal("the gauge of a queue without messages is still exported")
 	}
 }
 
+// prometheus is the service's metrics as /metrics/prometheus shows them.
 func prometheus(r *Retention) string {
 	var b bytes.Buffer
 	r.set.WritePrometheus(&b)
@@ -288,33 +258,32 @@ func prometheus(r *Retention) string {
 // loop is done.
 func TestRetention_StartRunsBothJobsUntilStop(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	r := NewRetention(RetentionConfig{Interval: 20 * time.Millisecond, EvictionInterval: 30 * time.Millisecond}, f.connect, nil)
-	r.Start()
+	s := setup(t, RetentionConfig{Interval: 20 * time.Millisecond, EvictionInterval: 30 * time.Millisecond})
+	s.r.Start()
 	runs := map[string]int{}
 	deadline := time.After(10 * time.Second)
 	for runs[jobRetention] < 2 || runs[jobEviction] < 2 {
 		select {
-		case job := <-f.ranEvent:
+		case job := <-s.f.ranEvent:
 			runs[job]++
 		case <-deadline:
 			t.Fatalf("runs after 10 s: %v", runs)
 		}
 	}
 	stopped := make(chan struct{})
-	go func() { r.Stop(); close(stopped) }()
+	go func() { s.r.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stop did not return")
 	}
-	if err := r.ctx.Err(); !errors.Is(err, context.Canceled) {
+	if err := s.r.ctx.Err(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("context after Stop: %v", err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.maxOpen != 1 || f.open != 0 || f.overlap {
-		t.Fatalf("connections: at most %d open at once, %d left open; jobs overlapped: %v", f.maxOpen, f.open, f.overlap)
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	if s.f.maxOpen != 1 || s.f.open != 0 || s.f.overlap {
+		t.Fatalf("connections: at most %d open at once, %d left open; jobs overlapped: %v", s.f.maxOpen, s.f.open, s.f.overlap)
 	}
 }
 
@@ -322,20 +291,19 @@ func TestRetention_StartRunsBothJobsUntilStop(t *testing.T) {
 // per run, and they are tried again at their next interval.
 func TestRetention_ConnectFailureLogsOncePerRun(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	f.connectErr = errors.New("connection refused")
+	s := setup(t, RetentionConfig{Interval: time.Hour, EvictionInterval: time.Minute})
+	s.f.connectErr = errors.New("connection refused")
 	var logs bytes.Buffer
-	r := NewRetention(RetentionConfig{Interval: time.Hour, EvictionInterval: time.Minute}, f.connect,
-		slog.New(slog.NewTextHandler(&logs, nil)))
+	s.r.log = slog.New(slog.NewTextHandler(&logs, nil))
 	jobs := []*job{{name: jobRetention, interval: time.Hour}, {name: jobEviction, interval: time.Minute}}
-	failed := r.runOutcome(jobEviction, "failed").Get()
+	failed := s.r.runOutcome(jobEviction, "failed").Get()
 	before := time.Now()
-	r.runDue(context.Background(), jobs)
+	s.r.runDue(context.Background(), jobs)
 	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), "connection refused") {
 		t.Fatalf("%d log lines, want 1 with the error:\n%s", n, logs.String())
 	}
-	if r.runOutcome(jobEviction, "failed").Get() != failed+1 || f.called("Lead "+jobRetention) != 0 {
-		t.Fatalf("failed eviction runs %d -> %d; Lead called %d times", failed, r.runOutcome(jobEviction, "failed").Get(), f.called("Lead "+jobRetention))
+	if s.r.runOutcome(jobEviction, "failed").Get() != failed+1 || s.f.called("Lead "+jobRetention) != 0 {
+		t.Fatalf("failed eviction runs %d -> %d; Lead called %d times", failed, s.r.runOutcome(jobEviction, "failed").Get(), s.f.called("Lead "+jobRetention))
 	}
 	if next := jobs[1].next; next.Before(before.Add(time.Minute)) || next.After(time.Now().Add(time.Minute)) {
 		t.Fatalf("eviction next due in %v, want its interval", time.Until(next))
@@ -345,15 +313,17 @@ func TestRetention_ConnectFailureLogsOncePerRun(t *testing.T) {
 // Stop does not wait for a connect to a server that never answers.
 func TestRetention_StopEndsAHungConnect(t *testing.T) {
 	t.Parallel()
-	f := newFakeRetentionStore()
-	f.connectBlocks = true
-	r := NewRetention(RetentionConfig{}, f.connect, nil)
-	r.Start()
-	for f.called("connect") == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	s := setup(t, RetentionConfig{})
+	s.f.connectBlocks = true
+	s.r.Start()
+	eventually(t, func() error {
+		if s.f.called("connect") == 0 {
+			return errors.New("the service never connected")
+		}
+		return nil
+	})
 	stopped := make(chan struct{})
-	go func() { r.Stop(); close(stopped) }()
+	go func() { s.r.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
