@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ensure-chromium.sh: make sure a Chromium the dashboard's browser test
-# (http/apitest/dashboardtest) can drive is installed, then print its path as
+# (http/e2e/dashboardtest) can drive is installed, then print its path as
 # the last (and only) line on stdout; progress goes to stderr, so callers can do
 #
 #     QUEENGO_CHROMIUM="$(.ci/ensure-chromium.sh)"
