@@ -199,7 +199,7 @@ VALUES ($1, 'behind', 2, 1), ($1, 'ahead', 7, 1)`, b.pid); err != nil {
 // partition nobody consumes keeps everything.
 func TestRetention_CompletedWaitsForEveryGroup(t *testing.T) {
 	t.Parallel()
-	b := setupRetention(t, "completed_retention_seconds = 60")
+	b := setupRetention(t, "retention_enabled = true, completed_retention_seconds = 60")
 	b.push(t, "a", 2) // 1..2
 	b.push(t, "b", 2) // 3..4
 	b.push(t, "c", 2) // 5..6
@@ -223,6 +223,23 @@ func TestRetention_CompletedWaitsForEveryGroup(t *testing.T) {
 	}
 }
 
+// D9: without retentionEnabled nothing is dropped, whatever
+// completedRetentionSeconds and retentionSeconds say (as the reference: a
+// queue configured for it that sets only the numbers keeps its history).
+func TestD9_NothingIsDroppedWithoutRetentionEnabled(t *testing.T) {
+	t.Parallel()
+	b := setupRetention(t, "completed_retention_seconds = 60, retention_seconds = 60")
+	b.push(t, "a", 2) // 1..2
+	b.cursor(t, "g", 2)
+	b.age(t, 2, time.Hour)
+	if b.targeted(t) {
+		t.Fatal("a queue without retentionEnabled is a retention target")
+	}
+	if d, _ := b.drop(t, 1000); d.Segments != 0 || b.count(t, "segments") != 1 {
+		t.Fatalf("dropped %+v without retentionEnabled", d)
+	}
+}
+
 // D9: completedRetentionSeconds waits for every group of the queue, also
 // one that has not met the partition yet (a subscription record on the
 // queue, or a cursor on another partition): it would start at the oldest
@@ -233,7 +250,7 @@ func TestRetention_CompletedWaitsForAGroupThatHasNotMetThePartition(t *testing.T
 	ctx := context.Background()
 	for _, known := range []string{"record", "cursor"} {
 		t.Run(known, func(t *testing.T) {
-			b := setupRetention(t, "completed_retention_seconds = 60")
+			b := setupRetention(t, "retention_enabled = true, completed_retention_seconds = 60")
 			switch known {
 			case "record":
 				if _, err := b.conn(t).Exec(ctx, `INSERT INTO queen.subscriptions (queue_id, consumer_group, mode) VALUES ($1, 'B', 'all')`,

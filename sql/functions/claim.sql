@@ -175,7 +175,11 @@ RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off -- see append_segments in append.sql
 AS $$
+DECLARE
+    v_parts  uuid[];
+    v_groups text[];
 BEGIN
+    WITH made AS (
     INSERT INTO queen.cursors (partition_id, consumer_group, committed)
     SELECT p.id, p_groups[m.k],
            queen.seed_offset(p.id, p.head,
@@ -188,7 +192,26 @@ BEGIN
       LEFT JOIN queen.subscriptions s ON s.queue_id = p.queue_id AND s.consumer_group = p_groups[m.k]
      ORDER BY p.queue_id, p.id, p_groups[m.k]
        FOR KEY SHARE OF p
-    ON CONFLICT DO NOTHING;
+    ON CONFLICT DO NOTHING
+    RETURNING partition_id, consumer_group
+    )
+    -- maxWaitTimeSeconds bounds a message's age for every group, also one
+    -- that meets the partition now (D9): what waited longer is
+    -- dead-lettered for it here, before its first claim, as the eviction
+    -- job does for the groups it knows (queen.evict). Only new cursors of
+    -- queues with the option; at most 10,000 messages a cursor,
+    -- so a first contact stays a short transaction (a longer backlog is
+    -- the eviction job's, at its next run).
+    SELECT array_agg(made.partition_id ORDER BY made.partition_id, made.consumer_group),
+           array_agg(made.consumer_group ORDER BY made.partition_id, made.consumer_group)
+      INTO v_parts, v_groups
+      FROM made
+      JOIN queen.partitions p ON p.id = made.partition_id
+      JOIN queen.queues q ON q.id = p.queue_id
+     WHERE q.max_wait_time_seconds > 0;
+    IF v_parts IS NOT NULL THEN
+        PERFORM queen.evict(v_parts, v_groups, 10000 * cardinality(v_parts));
+    END IF;
 END;
 $$;
 

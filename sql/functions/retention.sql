@@ -5,12 +5,14 @@
 -- sql/functions are applied: sql/sql.go (this one needs frame_at, ack.sql, and
 -- seed_offset, claim.sql).
 
--- droppable says whether a partition's oldest segment may be dropped now:
--- it is older than retentionSeconds (with retentionEnabled), or every group
--- has committed past it (p_min_committed, the smallest committed offset, NULL
--- when some group has no cursor on the partition) and it is older than
--- completedRetentionSeconds. Only ever asked of the oldest segment, so
--- what it drops is always a prefix of the partition's log.
+-- droppable says whether a partition's oldest segment may be dropped now.
+-- Only with retentionEnabled (D9, as the reference: without it nothing is
+-- deleted, whatever the two numbers say): it is older than
+-- retentionSeconds, or every group has committed past it (p_min_committed,
+-- the smallest committed offset, NULL when some group has no cursor on the
+-- partition) and it is older than completedRetentionSeconds. Only ever
+-- asked of the oldest segment, so what it drops is always a prefix of the
+-- partition's log.
 CREATE OR REPLACE FUNCTION queen.droppable(
     p_created        timestamptz,
     p_last           bigint,
@@ -21,9 +23,9 @@ CREATE OR REPLACE FUNCTION queen.droppable(
     p_now            timestamptz
 ) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce((p_enabled AND p_seconds > 0 AND p_created < p_now - make_interval(secs => p_seconds))
-                 OR (p_completed_secs > 0 AND p_last <= p_min_committed
-                     AND p_created < p_now - make_interval(secs => p_completed_secs)), false)
+    SELECT coalesce(p_enabled AND ((p_seconds > 0 AND p_created < p_now - make_interval(secs => p_seconds))
+                                   OR (p_completed_secs > 0 AND p_last <= p_min_committed
+                                       AND p_created < p_now - make_interval(secs => p_completed_secs))), false)
 $$;
 
 -- move_cursor moves the cursor of (p_partition, p_group), which the caller
@@ -66,8 +68,9 @@ BEGIN
 END;
 $$;
 
--- retention_targets lists, in id order, the partitions of queues with a
--- retention option whose oldest segment may be dropped now, or that have a
+-- retention_targets lists, in id order, the partitions of queues with
+-- retentionEnabled and a retention option whose oldest segment may be
+-- dropped now, or that have a
 -- cursor behind their oldest retained offset (a first contact seeded while
 -- a drop was committing). One primary-key probe of segments and cursors per
 -- partition of those queues, no matter how long their logs are.
@@ -81,7 +84,7 @@ LANGUAGE sql STABLE AS $$
                           WHERE s.partition_id = p.id ORDER BY s.first_offset LIMIT 1) s ON true
       LEFT JOIN LATERAL (SELECT min(c.committed) AS committed FROM queen.cursors c
                           WHERE c.partition_id = p.id) c ON true
-     WHERE ((q.retention_enabled AND q.retention_seconds > 0) OR q.completed_retention_seconds > 0)
+     WHERE q.retention_enabled AND (q.retention_seconds > 0 OR q.completed_retention_seconds > 0)
        AND (queen.droppable(s.created_at, s.last_offset, c.committed, q.retention_enabled, q.retention_seconds,
                             q.completed_retention_seconds, now())
             OR c.committed < coalesce(s.first_offset - 1, p.head))

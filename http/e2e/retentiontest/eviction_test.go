@@ -93,6 +93,40 @@ func TestEviction_IsPerGroup(t *testing.T) {
 	}
 }
 
+// D9: maxWaitTimeSeconds bounds a message's age for every group, also one
+// that first meets the partition after the queue-mode consumers had the
+// messages evicted: its first pop (subscriptionMode=all, which starts at the
+// oldest retained message) delivers none of them, and each goes to the
+// dead-letter queue once for it, with the eviction's reason.
+func TestD9_MaxWaitBoundsAgeForAGroupThatComesLater(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := e2e.Unique(t, "maxwait-late")
+	s.Configure(t, q, map[string]any{"maxWaitTimeSeconds": 1})
+	pushEach(t, s, q, "", 20)
+	waitFor(t, 15*time.Second, "messages evicted for queue mode", func() error {
+		if n := deadLetters(t, q, e2e.QueueMode, evictedReason); n != 20 {
+			return fmt.Errorf("%d dead letters", n)
+		}
+		return nil
+	})
+	if p := s.Pop(t, e2e.PopQueue(q, "batch", "100", "consumerGroup", "late", "subscriptionMode", "all")); p != nil {
+		t.Fatalf("a group created later got %d messages older than maxWaitTimeSeconds", len(p.Messages))
+	}
+	if n := deadLetters(t, q, "late", evictedReason); n != 20 {
+		t.Fatalf("the late group has %d dead letters, want the 20 messages once each", n)
+	}
+	// Its cursor is past them: what comes now is delivered.
+	young := s.PushN(t, q, "", 1)[0].Tx
+	p := s.PopOK(t, e2e.PopQueue(q, "batch", "100", "consumerGroup", "late"))
+	if len(p.Messages) != 1 || p.Messages[0].TransactionID != young {
+		t.Fatalf("the late group got %v, want only the young message", p.TxIDs())
+	}
+	if n := deadLetters(t, q, "late", evictedReason); n != 20 {
+		t.Fatalf("the late group's dead letters grew to %d", n)
+	}
+}
+
 // D9 and D10: a deleted message is resolved, not waiting, so eviction never
 // dead-letters it; segment retention drops its tombstone with its segment.
 func TestEviction_SkipsDeletedMessages(t *testing.T) {

@@ -58,7 +58,7 @@ func TestRetention_CompletedSegmentsGoOnceEveryGroupIsPast(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
 	q := e2e.Unique(t, "completed")
-	s.Configure(t, q, map[string]any{"completedRetentionSeconds": 1})
+	s.Configure(t, q, map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1})
 	pushEach(t, s, q, "", 4)
 	consume := func(group string, n int) {
 		t.Helper()
@@ -93,6 +93,30 @@ func TestRetention_CompletedSegmentsGoOnceEveryGroupIsPast(t *testing.T) {
 	if p := s.Pop(t, e2e.PopQueue(q, "consumerGroup", "late", "subscriptionMode", "all")); p != nil {
 		t.Fatalf("a new group got %d dropped messages", len(p.Messages))
 	}
+}
+
+// D9, as the reference: retention touches only queues with
+// retentionEnabled. A queue configured for Queen with
+// completedRetentionSeconds 1 and retentionSeconds 1 but without the flag
+// keeps its consumed history, and a group created later with
+// subscriptionMode=all finds every message.
+func TestD9_RetentionOnlyWithRetentionEnabled(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := e2e.Unique(t, "noflag")
+	s.Configure(t, q, map[string]any{"completedRetentionSeconds": 1, "retentionSeconds": 1})
+	txs := pushEach(t, s, q, "", 4)
+	p := s.PopOK(t, e2e.PopQueue(q, "batch", "4", "consumerGroup", "first"))
+	for _, m := range p.Messages {
+		s.AckOK(t, m, "completed", "first")
+	}
+	// Past both limits and several retention runs (every 200 ms).
+	time.Sleep(2500 * time.Millisecond)
+	if c := e2e.QueueCounts(t, q); c.Segments != 4 || c.Txids != 4 {
+		t.Fatalf("retention dropped from a queue without retentionEnabled: %+v", c)
+	}
+	late := s.PopOK(t, e2e.PopQueue(q, "batch", "10", "consumerGroup", "late", "subscriptionMode", "all"))
+	e2e.WantTxIDs(t, "a group created later", late, txs)
 }
 
 // A retention run racing pushes, pops and acks on the same queue: no
