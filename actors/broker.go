@@ -160,7 +160,7 @@ func newBroker(cfg Config, tune func(*deps)) *Broker {
 	d := &deps{store: cfg.Store, clock: realClock{}, log: log, backoff: cfg.Backoff, timeout: cfg.RequestTimeout,
 		claimsInFlight: cfg.ClaimsInFlight, commitsInFlight: cfg.CommitsInFlight, maxParked: maxParkedDefault,
 		idleAfter: idleAfterDefault, leases: b.leases, acks: b.acks, lost: b.lost, warm: newWarmPool(),
-		popMaintenance: &b.popMaintenance, metrics: m}
+		popMaintenance: &b.popMaintenance, metrics: m, queueLoads: &atomic.Uint64{}}
 	if cfg.Notifier != nil {
 		b.cross = newCrossProcess(cfg.Notifier, log, cfg.RequestTimeout, heard{
 			offer:  b.offer,

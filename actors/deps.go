@@ -69,8 +69,31 @@ type deps struct {
 	popMaintenance *atomic.Bool
 	// metrics are the Broker's figures on /metrics/prometheus.
 	metrics *brokerMetrics
+	// queueLoads counts the queue rows the queue actors loaded (or
+	// created): a discovery scope whose list of queues is older than the
+	// last load reads it again before its next round, so a pop that comes
+	// after a push to a new queue of the scope sees the queue.
+	queueLoads *atomic.Uint64
 	// signals lets tests wait for events inside the tree; nil outside tests.
 	signals *testSignals
+}
+
+// loadedQueue counts a queue row a queue actor loaded (queueLoads); the
+// count happens before the load's result reaches the actor, so before any
+// push it serves is answered.
+func (d *deps) loadedQueue() {
+	if d.queueLoads != nil {
+		d.queueLoads.Add(1)
+	}
+}
+
+// queueLoadCount reads queueLoads (0 in unit tests that build deps by
+// hand).
+func (d *deps) queueLoadCount() uint64 {
+	if d.queueLoads == nil {
+		return 0
+	}
+	return d.queueLoads.Load()
 }
 
 // actorProps are the props of a queue or scope actor made by producer: its

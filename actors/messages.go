@@ -50,6 +50,7 @@ type waiter struct {
 	answered  bool
 	holdUntil time.Time // minPopWaitTime: deliver what there is at this time
 	noHold    bool      // the queue was empty at the first look: never hold
+	rescoped  bool      // a discovery pop that looked again after its scope's queues were read again
 	parked    parkedAt  // where it is in the parking lot while parked
 }
 

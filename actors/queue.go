@@ -190,6 +190,7 @@ func (a *queueActor) kick(ctx actor.Context, w *partitionWriter) {
 			defer cancel()
 			r := &partitionReady{by: a, partition: name}
 			if r.q, r.err = d.store.EnsureQueue(c, queue); r.err == nil {
+				d.loadedQueue()
 				r.pid, r.err = d.store.EnsurePartition(c, r.q.ID, name)
 			}
 			root.Send(self, r)
@@ -359,6 +360,9 @@ func (a *queueActor) ensureLoaded(ctx actor.Context) bool {
 			c, cancel := context.WithTimeout(context.Background(), d.timeout)
 			defer cancel()
 			q, err := d.store.EnsureQueue(c, name)
+			if err == nil {
+				d.loadedQueue()
+			}
 			root.Send(self, &queueLoaded{by: a, q: q, err: err})
 		}()
 	}

@@ -38,6 +38,8 @@ type claimRound struct {
 	// scope, when set, makes the round load the scope's queues first;
 	// scopeIDs are the queues a discovery round claims from otherwise.
 	scope    *scopeKey
+	scopeGen uint64    // deps.queueLoads when the round was made to load the scope
+	scopeAt  time.Time // when it was made
 	scopeIDs []uuid.UUID
 	// acks are handed-off acks the round applies before its claims, in the
 	// same transaction (Store.AckClaim); answered by the round's goroutine.

@@ -37,6 +37,10 @@ type scopeActor struct {
 	ids      []uuid.UUID     // the scope's queues, highest priority first
 	names    map[string]bool // their names
 	loadedAt time.Time       // zero: load them with the next round
+	// loadedGen is deps.queueLoads when the round that loaded ids started:
+	// a queue actor that loaded its queue since may hold a queue new to
+	// the scope.
+	loadedGen uint64
 
 	pops     popScheduler
 	retired  bool
@@ -110,8 +114,8 @@ func (a *scopeActor) run(ctx actor.Context) {
 	for ws := a.pops.take(); ws != nil; ws = a.pops.take() {
 		now := a.d.clock.Now()
 		r := &claimRound{scopeIDs: a.ids}
-		if now.Sub(a.loadedAt) > scopeRefresh {
-			r.scope = &a.key
+		if gen := a.d.queueLoadCount(); now.Sub(a.loadedAt) > scopeRefresh || gen != a.loadedGen {
+			r.scope, r.scopeGen, r.scopeAt = &a.key, gen, now
 		}
 		for _, w := range ws {
 			if w.cancelled {
@@ -133,7 +137,10 @@ func (a *scopeActor) run(ctx actor.Context) {
 func (a *scopeActor) onRound(r *claimRound) {
 	now := a.d.clock.Now()
 	if r.loaded != nil {
-		a.ids, a.loadedAt = r.loaded, now
+		// The list is as of some time after the round started: loadedAt
+		// is when it started, so a pop that came later looks again when
+		// the list missed its queue.
+		a.ids, a.loadedAt, a.loadedGen = r.loaded, r.scopeAt, r.scopeGen
 		a.names = make(map[string]bool, len(r.names))
 		for _, n := range r.names {
 			a.names[n] = true
@@ -156,6 +163,14 @@ func (a *scopeActor) onRound(r *claimRound) {
 			if n := len(r.res[i].Ready); n > 0 {
 				a.pops.pending = a.pops.lot.releaseN(w.key, n, a.pops.pending)
 			}
+		case o == outcomeEmpty && r.scope == nil && a.loadedAt.Before(w.arrived) && !w.rescoped:
+			// Found nothing in a list of queues older than the pop: a
+			// queue created since by another broker process (whose push
+			// was answered before this pop came) may be missing. It looks
+			// once more, after the list is read again.
+			w.rescoped = true
+			a.loadedAt = time.Time{}
+			a.pops.pending = append(a.pops.pending, w)
 		default:
 			a.pops.emptyAfter(r, w, now)
 		}

@@ -1,6 +1,7 @@
 package poptest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -142,5 +143,36 @@ func TestPop_UnknownQueueCreatesQueueRow(t *testing.T) {
 		}
 		// A second pop on it is an ordinary empty pop.
 		s.PopEmpty(t, path)
+	}
+}
+
+// TestPop_DiscoveryReadsItsOwnWrites: a discovery pop that starts after a
+// push to a queue new to its scope was answered sees that push, whether the
+// push went to the same broker process (its scope's list of queues was read
+// a moment before the queue existed) or to another one on the database.
+func TestPop_DiscoveryReadsItsOwnWrites(t *testing.T) {
+	t.Parallel()
+	db := e2e.CreateDB(t, "discrw")
+	a := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=3"}})
+	b := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: []string{"DB_POOL_SIZE=3"}})
+	for _, c := range []struct {
+		name   string
+		pushTo *e2e.Server
+		tries  int
+	}{{"same process", a, 20}, {"another process", b, 5}} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := e2e.Unique(t, "rw")
+			for i := range c.tries {
+				// The scope reads its queues now, before the new queue exists.
+				a.PopEmpty(t, e2e.PopDiscovery("namespace", ns, "consumerGroup", "g"))
+				q := fmt.Sprintf("%s.t%d", ns, i)
+				tx := c.pushTo.PushN(t, q, "", 1).TxIDs()
+				p := a.Pop(t, e2e.PopDiscovery("namespace", ns, "consumerGroup", "g", "wait", "false"))
+				if p == nil {
+					t.Fatalf("try %d: the pop after the push to new queue %s answered 204", i, q)
+				}
+				e2e.WantTxIDs(t, "the pop after the push", p, tx)
+			}
+		})
 	}
 }
