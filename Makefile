@@ -50,6 +50,12 @@ test: ## Run all tests with -race; they get PostgreSQL in QUEENGO_TEST_DATABASE_
 		go -C $$m test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) $(PKG); \
 	done
 
+.PHONY: sdk-admin
+sdk-admin: ## Call every method of the Queen SDKs' admin objects (the kit's copies in QUEEN_SDK_WORK, /tmp/queen-sdk)
+	@QUEENGO_TEST_DATABASE_URL="$$(DATABASE_URL="$${QUEENGO_TEST_DATABASE_URL:-$${DATABASE_URL:-}}" $(ENSURE_PG))"; \
+	export QUEENGO_TEST_DATABASE_URL; \
+	go test -count=1 -v -run TestSDKAdmin ./http/e2e/sdktest/
+
 .PHONY: vet
 vet: ## Run go vet, and fail if any file needs gofmt or a go.mod needs tidying
 	@for m in $(MODULES); do echo "go -C $$m vet $(PKG)"; go -C $$m vet $(PKG); done
