@@ -154,6 +154,20 @@ type RequestCounts struct {
 	DBErrors uint64
 }
 
+// BackoffStats are a process's long polls in back-off: the consumer groups
+// whose parked pops re-check less often than POP_WAIT_INITIAL_INTERVAL_MS
+// because their re-checks kept coming back empty (docs/pop-routes.md), now.
+type BackoffStats struct {
+	// Groups counts the (queue or discovery scope, group) pairs with a key
+	// in back-off; Queues the queues with one (discovery scopes are not
+	// queues); Keys the keys: a group long-polling on several partitions of
+	// the single-partition route has one key per partition.
+	Groups, Queues, Keys int64
+	// AvgInterval is the average re-check interval of those keys; 0 when
+	// there are none.
+	AvgInterval time.Duration
+}
+
 // QueueRates are one queue's latest figures and its rates per minute, from
 // the collector's last samples.
 type QueueRates struct {

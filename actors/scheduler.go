@@ -29,6 +29,7 @@ type popScheduler struct {
 func newPopScheduler(d *deps) popScheduler {
 	lot := newParkingLot(d.backoff, d.maxParked)
 	lot.total = &d.metrics.parked
+	lot.backoffs = &d.metrics.backoff
 	return popScheduler{d: d, lot: lot}
 }
 
