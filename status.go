@@ -152,6 +152,34 @@ type RequestCounts struct {
 	// DBErrors counts the answers this process gave because the database
 	// failed (500 and 503 of the error table's database entries).
 	DBErrors uint64
+	// Transactions counts the transaction requests.
+	Transactions uint64
+	// DeadLettered counts the messages this process's requests sent to the
+	// dead-letter queue: acks past the retry limit (transactions' included)
+	// and moves by the operator. Eviction counts in the retention service.
+	DeadLettered uint64
+}
+
+// ClusterTotals are the request and message counts of every broker process
+// on the database (queen_cluster_*): each process's counters since it
+// started, added up. A process that stopped leaves the totals when its
+// newest sample ages out of the collector's window, and a restarted one
+// counts from 0 again, so the totals can drop (Prometheus reads a drop of
+// a counter as a reset).
+type ClusterTotals struct {
+	PushRequests, PopRequests, AckRequests, Transactions uint64
+	PushMessages, PopMessages                            uint64
+	// AckMessages are the ack items, AckFailed those answered with a
+	// failure.
+	AckMessages, AckFailed uint64
+	DBErrors               uint64
+	// DeadLettered are the messages sent to the dead-letter queue: by acks
+	// past the retry limit, by the operator, and by maxWaitTimeSeconds
+	// eviction.
+	DeadLettered uint64
+	// Processes is how many broker processes the totals cover, this one
+	// included.
+	Processes int
 }
 
 // BackoffStats are a process's long polls in back-off: the consumer groups
@@ -214,6 +242,9 @@ type SampleWrite struct {
 	// Samples older than Cutoff are deleted, at most DeleteLimit of them.
 	Cutoff      time.Time
 	DeleteLimit int
+	// OthersSince: the other instances whose newest process row is newer
+	// are added up in SampleResult.Others.
+	OthersSince time.Time
 }
 
 // QueueSample is one queue row of the samples: the queue's figures at At,
@@ -229,6 +260,9 @@ type SampleResult struct {
 	// Led: this process wrote the tick's queue rows.
 	Led     bool
 	Deleted int64
+	// Others adds up the newest process rows of the other instances
+	// (SampleWrite.OthersSince); Processes counts them.
+	Others ClusterTotals
 }
 
 // ProcessStats are this process's resource figures at one moment.

@@ -19,6 +19,7 @@ type serverMetrics struct {
 	pushRequests, pushMessages, pushDuplicates, pushFailed *metrics.Counter
 	popRequests, popMessages, popEmpty, popErrors          *metrics.Counter
 	ackRequests, ackItems, ackFailed                       *metrics.Counter
+	transactions, deadLettered                             *metrics.Counter
 	pushDuration, popDuration, ackDuration                 *metrics.PrometheusHistogram
 }
 
@@ -35,6 +36,8 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		ackRequests:    set.NewCounter(`queengo_ack_requests_total`),
 		ackItems:       set.NewCounter(`queengo_ack_items_total`),
 		ackFailed:      set.NewCounter(`queengo_ack_item_failures_total`),
+		transactions:   set.NewCounter(`queengo_transactions_total`),
+		deadLettered:   set.NewCounter(`queengo_dead_lettered_messages_total`),
 		pushDuration:   set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets),
 		popDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets),
 		ackDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets),
@@ -63,6 +66,7 @@ func (s *Server) RequestCounts() queengo.RequestCounts {
 		PushFailed: m.pushFailed.Get(), PopRequests: m.popRequests.Get(), PopMessages: m.popMessages.Get(),
 		PopEmpty: m.popEmpty.Get(), PopErrors: m.popErrors.Get(), AckRequests: m.ackRequests.Get(),
 		AckItems: m.ackItems.Get(), AckFailed: m.ackFailed.Get(), DBErrors: db,
+		Transactions: m.transactions.Get(), DeadLettered: m.deadLettered.Get(),
 	}
 }
 
@@ -141,8 +145,19 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 	w.sample("queen_file_buffer_pending", float64(buffer.Pending))
 	w.family("queen_file_buffer_failed", "gauge", "Records the file buffer's replay could not store (kept in failed/).")
 	w.sample("queen_file_buffer_failed", float64(buffer.Failed))
+	w.family("queen_file_buffer_db_healthy", "gauge", "1 if the file buffer believes the database is healthy, 0 otherwise.")
+	w.sample("queen_file_buffer_db_healthy", boolFloat(buffer.DBHealthy))
 	w.family("queen_pop_maintenance_mode_enabled", "gauge", "1 when pop maintenance mode is on in this process.")
 	w.sample("queen_pop_maintenance_mode_enabled", boolFloat(s.broker.PopMaintenanceOn()))
+	bo := s.broker.BackoffStats()
+	w.family("queen_queue_backoff_groups", "gauge", "Total consumer groups currently in pop-backoff across all queues.")
+	w.sample("queen_queue_backoff_groups", float64(bo.Groups))
+	w.family("queen_queue_backoff_queues", "gauge", "Number of queues that have at least one consumer group in backoff.")
+	w.sample("queen_queue_backoff_queues", float64(bo.Queues))
+	w.family("queen_queue_backoff_avg_interval_milliseconds", "gauge",
+		"Average backoff interval across all backed-off groups, in milliseconds.")
+	w.sample("queen_queue_backoff_avg_interval_milliseconds", float64(bo.AvgInterval)/float64(time.Millisecond))
+	writeClusterFamilies(w, s.broker.ClusterTotals())
 
 	snap := s.broker.MetricsSnapshot()
 	if snap == nil {
@@ -180,7 +195,38 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 		w.sample("queen_queue_pop_lag_milliseconds", float64(qs[i].TimeLagMs), "queue", qs[i].Figures.Name, "stat", "max")
 	}
 	w.family("queen_dlq_depth", "gauge", "Dead letters of every queue.")
-	w.sample("queen_dlq_depth", float64(snap.DeadLetters))
+	w.sample("queen_dlq_depth", float64(snap.DeadLetters), "scope", "cluster")
+}
+
+// writeClusterFamilies writes the queen_cluster_* counters: every broker
+// process's counts added up (queengo.ClusterTotals), under the reference's
+// names, HELP and labels.
+func writeClusterFamilies(w *promWriter, t queengo.ClusterTotals) {
+	for _, f := range []struct {
+		name, help string
+		v          uint64
+	}{
+		{"queen_cluster_push_requests_total", "Cumulative push HTTP requests handled across the cluster.", t.PushRequests},
+		{"queen_cluster_pop_requests_total", "Cumulative pop HTTP requests handled across the cluster.", t.PopRequests},
+		{"queen_cluster_ack_requests_total", "Cumulative ack HTTP requests handled across the cluster.", t.AckRequests},
+		{"queen_cluster_transactions_total", "Cumulative transaction calls handled across the cluster.", t.Transactions},
+		{"queen_cluster_push_messages_total", "Cumulative messages pushed across the cluster.", t.PushMessages},
+		{"queen_cluster_pop_messages_total",
+			"Cumulative messages popped across the cluster (may exceed push_messages due to consumer-group fan-out).",
+			t.PopMessages},
+		{"queen_cluster_ack_messages_total", "Cumulative ack attempts across the cluster.", t.AckMessages},
+	} {
+		w.family(f.name, "counter", f.help)
+		w.sample(f.name, float64(f.v), "scope", "cluster")
+	}
+	w.family("queen_cluster_ack_total", "counter", "Cumulative acks across the cluster, by result.")
+	w.sample("queen_cluster_ack_total", float64(t.AckMessages-min(t.AckFailed, t.AckMessages)), "scope", "cluster",
+		"result", "success")
+	w.sample("queen_cluster_ack_total", float64(t.AckFailed), "scope", "cluster", "result", "failed")
+	w.family("queen_cluster_db_errors_total", "counter", "Cumulative database errors observed across the cluster.")
+	w.sample("queen_cluster_db_errors_total", float64(t.DBErrors), "scope", "cluster")
+	w.family("queen_cluster_dlq_total", "counter", "Cumulative messages routed to the dead-letter queue across the cluster.")
+	w.sample("queen_cluster_dlq_total", float64(t.DeadLettered), "scope", "cluster")
 }
 
 // handleMetrics is the JSON summary the SDKs' admin.metrics() returns. The

@@ -25,6 +25,8 @@ type StatusAdmin interface {
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error)
 	MetricsSnapshot() *queengo.MetricsSnapshot
+	ClusterTotals() queengo.ClusterTotals
+	BackoffStats() queengo.BackoffStats
 	PopMaintenanceOn() bool
 	ProcessStats() queengo.ProcessStats
 }
