@@ -23,6 +23,12 @@ type StatusAdmin interface {
 	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	SystemMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	WorkerMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueLag(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueOps(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueParkedReplicas(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	RetentionTimeseries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error)
 	MetricsSnapshot() *queengo.MetricsSnapshot
 	ClusterTotals() queengo.ClusterTotals

@@ -132,8 +132,12 @@ func seriesArgs(q queengo.SeriesQuery) []any {
 // of a counter over a bucket is f - pf. The window is read from the
 // lookback on, so the first bucket has its predecessor; only the samples
 // kept are decoded.
-func bucketed(key, rowFilter string) string {
-	return `b AS (
+func bucketed(key, rowFilter string) string { return bucketedAs("rw", key, rowFilter) }
+
+// bucketedAs is bucketed under the CTE name (and name_b for its helper), for
+// a statement that buckets two kinds of rows.
+func bucketedAs(name, key, rowFilter string) string {
+	return name + `_b AS (
     SELECT DISTINCT ON (t, k) t, k, f, f0 FROM (
         SELECT date_bin(make_interval(secs => $3), m.sampled_at, $1) AS t, m.` + key + ` AS k, m.sampled_at,
                m.figures AS f, first_value(m.figures) OVER (PARTITION BY date_bin(make_interval(secs => $3), m.sampled_at, $1),
@@ -142,8 +146,8 @@ func bucketed(key, rowFilter string) string {
          WHERE ` + rowFilter + `
            AND m.sampled_at >= $1::timestamptz - make_interval(secs => $4) AND m.sampled_at < $2) s
      ORDER BY t, k, sampled_at DESC),
-rw AS (SELECT t, k, f, coalesce(pf, f0) AS pf
-         FROM (SELECT t, k, f, f0, lag(f) OVER (PARTITION BY k ORDER BY t) AS pf FROM b) x WHERE t >= $1)`
+` + name + ` AS (SELECT t, k, f, coalesce(pf, f0) AS pf
+         FROM (SELECT t, k, f, f0, lag(f) OVER (PARTITION BY k ORDER BY t) AS pf FROM ` + name + `_b) x WHERE t >= $1)`
 }
 
 // allQueuesRows are the rows of every queue together (queengo.AllQueuesID):

@@ -26,7 +26,7 @@ func TestCollector_SamplesLandAndRatesFollowPushes(t *testing.T) {
 			BucketSeconds int
 			Series        []map[string]any
 		}
-		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("queue", q, "from", from, "bucketSeconds", "1"), &r)
+		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("format", "queengo", "queue", q, "from", from, "bucketSeconds", "1"), &r)
 		if r.BucketSeconds != 1 || r.From == "" || r.To == "" {
 			return errorf("%+v", r)
 		}

@@ -43,8 +43,9 @@ func promAt(t *testing.T, body []byte, name, labels string) float64 {
 func TestPrometheus_ClusterFamiliesAddUpEveryProcess(t *testing.T) {
 	t.Parallel()
 	db := e2e.CreateDB(t, "cluster")
-	a := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: fastSamples})
-	b := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: fastSamples})
+	env := append([]string{"DB_POOL_SIZE=3"}, fastSamples...)
+	a := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: env})
+	b := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: env})
 	q := e2e.Unique(t, "cluster")
 	b.Configure(t, q, map[string]any{"retryLimit": 0})
 	b.PushN(t, q, "", 3)
@@ -103,7 +104,7 @@ func TestPrometheus_FileBufferDBHealthy(t *testing.T) {
 	db := e2e.CreateDB(t, "dbhealthy")
 	proxy, url := e2e.StartDBProxy(t, db.URL)
 	s := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: url, Env: []string{"FILE_BUFFER_DIR=" + t.TempDir(),
-		"DB_REQUEST_TIMEOUT_MS=1500", "DB_POOL_ACQUIRE_TIMEOUT_MS=1000"}})
+		"DB_REQUEST_TIMEOUT_MS=1500", "DB_POOL_ACQUIRE_TIMEOUT_MS=1000", "DB_POOL_SIZE=3"}})
 	t.Cleanup(proxy.Restore)
 	healthy := func() float64 {
 		body := s.Get(t, "/metrics/prometheus").Body
@@ -138,7 +139,8 @@ func TestPrometheus_FileBufferDBHealthy(t *testing.T) {
 // ends, they are gone.
 func TestPrometheus_QueueBackoff(t *testing.T) {
 	t.Parallel()
-	s := e2e.Start(t, "POP_WAIT_INITIAL_INTERVAL_MS=50", "POP_WAIT_BACKOFF_THRESHOLD=1", "POP_WAIT_MAX_INTERVAL_MS=400")
+	s := ownBroker(t, "backoff", "POP_WAIT_INITIAL_INTERVAL_MS=50", "POP_WAIT_BACKOFF_THRESHOLD=1",
+		"POP_WAIT_MAX_INTERVAL_MS=400")
 	read := func() (groups, queues, avg float64) {
 		body := s.Get(t, "/metrics/prometheus").Body
 		wantFamily(t, body, "queen_queue_backoff_groups", "gauge", "Total consumer groups currently in pop-backoff across all queues.")
