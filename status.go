@@ -60,19 +60,22 @@ type QueueFigures struct {
 
 // PartitionFigures are QueueFigures for one partition.
 type PartitionFigures struct {
-	ID                 uuid.UUID
-	Name               string
-	CreatedAt          time.Time
-	LastWriteAt        time.Time // zero: never written
-	Head               int64
-	Retained           int64
-	Groups             int
-	Pending            int64
-	Processing         int64
-	Completed          int64
-	Failed             int64
-	OffsetLag          int64
-	Consumed           int64
+	ID          uuid.UUID
+	Name        string
+	CreatedAt   time.Time
+	LastWriteAt time.Time // zero: never written
+	Head        int64
+	Retained    int64
+	Groups      int
+	Pending     int64
+	Processing  int64
+	Completed   int64
+	Failed      int64
+	OffsetLag   int64
+	Consumed    int64
+	// BatchesConsumed counts the batches the groups consumed: the spans
+	// their claims handed out that ended resolved, or were auto-acked.
+	BatchesConsumed    int64
 	Leases             int
 	OldestUnconsumedAt time.Time
 	LastConsumedAt     time.Time

@@ -323,7 +323,7 @@ func (s *Server) handleStatusQueue(ctx *fasthttp.RequestCtx) {
 				"oldestUnconsumedAt": isoTime(p.OldestUnconsumedAt)},
 			// queengo counts messages, not the batches they were
 			// consumed in.
-			"cursor":        map[string]any{"totalConsumed": p.Consumed, "batchesConsumed": nil},
+			"cursor":        map[string]any{"totalConsumed": p.Consumed, "batchesConsumed": p.BatchesConsumed},
 			"lastActivity":  isoTime(last),
 			"oldestMessage": isoTime(p.OldestMessageAt), "newestMessage": isoTime(p.NewestMessageAt)}
 	}

@@ -287,3 +287,78 @@ func TestStatusQueue_FailedAckCountsAsFailed(t *testing.T) {
 		t.Fatalf("totals %v, want failed 1, pending 2, deadLetter 0", d.Totals)
 	}
 }
+
+// GET /resources/overview: throughput.processedPerSecond is the messages
+// committed per second over the collector's last minute of samples: 0 on
+// an idle broker, above 0 once messages were consumed.
+func TestOverview_ProcessedPerSecondFollowsConsumption(t *testing.T) {
+	t.Parallel()
+	s := ownBroker(t, "processed", fastSamples...)
+	processed := func() (float64, error) {
+		var o map[string]any
+		getJSON(t, s, "/api/v1/resources/overview", &o)
+		v, ok := o["throughput"].(map[string]any)["processedPerSecond"].(float64)
+		if !ok {
+			return 0, errorf("processedPerSecond is %v", o["throughput"])
+		}
+		return v, nil
+	}
+	waitFor(t, 10*time.Second, "a figure on an idle broker", func() error {
+		if v, err := processed(); err != nil || v != 0 {
+			return errorf("%v %v", v, err)
+		}
+		return nil
+	})
+	q := e2e.Unique(t, "processed")
+	s.PushN(t, q, "", 30)
+	s.PopOK(t, e2e.PopQueue(q, "batch", "30", "autoAck", "true", "wait", "false"))
+	waitFor(t, 10*time.Second, "the consumption in the figure", func() error {
+		if v, err := processed(); err != nil || v <= 0 {
+			return errorf("%v %v", v, err)
+		}
+		return nil
+	})
+}
+
+// GET /status/queues/:queue: cursor.batchesConsumed counts the batches the
+// partition's groups consumed: a leased batch once its last message is
+// acked, an auto-acked one at once; a batch a failure hands back counts
+// nothing.
+func TestStatusQueue_BatchesConsumed(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := e2e.Unique(t, "batches")
+	s.PushN(t, q, "", 6)
+	batches := func() float64 {
+		var d struct {
+			Partitions []struct {
+				Cursor map[string]any `json:"cursor"`
+			} `json:"partitions"`
+		}
+		getJSON(t, s, "/api/v1/status/queues/"+q, &d)
+		v, ok := d.Partitions[0].Cursor["batchesConsumed"].(float64)
+		if !ok {
+			t.Fatalf("batchesConsumed is %v", d.Partitions[0].Cursor["batchesConsumed"])
+		}
+		return v
+	}
+	p := s.PopOK(t, e2e.PopQueue(q, "batch", "3", "consumerGroup", "g", "wait", "false"))
+	s.AckOK(t, p.Messages[0], "completed", "g")
+	s.AckOK(t, p.Messages[1], "completed", "g")
+	if n := batches(); n != 0 {
+		t.Fatalf("a batch two thirds acked: %v batches consumed", n)
+	}
+	s.AckOK(t, p.Messages[2], "completed", "g")
+	if n := batches(); n != 1 {
+		t.Fatalf("a batch acked: %v batches consumed, want 1", n)
+	}
+	s.PopOK(t, e2e.PopQueue(q, "batch", "2", "consumerGroup", "g", "autoAck", "true", "wait", "false"))
+	if n := batches(); n != 2 {
+		t.Fatalf("after an auto-acked batch: %v batches consumed, want 2", n)
+	}
+	p = s.PopOK(t, e2e.PopQueue(q, "batch", "1", "consumerGroup", "g", "wait", "false"))
+	s.AckOK(t, p.Messages[0], "failed", "g")
+	if n := batches(); n != 2 {
+		t.Fatalf("after a failed batch: %v batches consumed, want 2", n)
+	}
+}
