@@ -48,5 +48,8 @@ func (d *door) MetricsSnapshot() *queengo.MetricsSnapshot { return d.collector.S
 // on the database, as the collector knows them.
 func (d *door) ClusterTotals() queengo.ClusterTotals { return d.collector.ClusterTotals() }
 
+// Instance names this process in the metrics samples (host:port).
+func (d *door) Instance() string { return d.collector.Instance() }
+
 // ProcessStats reads this process's CPU, memory and goroutines.
 func (d *door) ProcessStats() queengo.ProcessStats { return jobs.ReadProcess() }

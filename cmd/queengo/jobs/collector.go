@@ -495,6 +495,9 @@ func (c *Collector) processRow(parkedBy map[string]int64) map[string]any {
 	return row
 }
 
+// Instance names this process in the samples (CollectorConfig.Instance).
+func (c *Collector) Instance() string { return c.cfg.Instance }
+
 // ClusterTotals are the request and message counts of every broker process
 // on the database: the others' from their newest rows as the last tick read
 // them, this one's live (so its own requests count at once). Before the

@@ -362,3 +362,24 @@ func TestStatusQueue_BatchesConsumed(t *testing.T) {
 		t.Fatalf("after a failed batch: %v batches consumed, want 2", n)
 	}
 }
+
+// GET /api/v1/system/shared-state: queengo has no cluster sync to enable;
+// its answer says so (enabled false, shared through PostgreSQL), names
+// this process as the reference's server_id does, and carries its
+// maintenance switches and the processes sampling on the database.
+func TestSharedState_DisabledStateSharedThroughPostgreSQL(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	var m map[string]any
+	getJSON(t, s, "/api/v1/system/shared-state", &m)
+	wantKeys(t, "shared-state", m, "enabled", "running", "transport", "reason", "server_id", "maintenance_mode",
+		"pop_maintenance_mode", "server_health")
+	id, _ := m["server_id"].(string)
+	if m["enabled"] != false || m["running"] != false || m["transport"] != "postgresql" ||
+		!strings.HasSuffix(id, ":"+portOf(t, s)) || m["maintenance_mode"] != false || m["pop_maintenance_mode"] != false {
+		t.Fatalf("shared-state %v", m)
+	}
+	if num(t, m, "server_health", "servers_alive") < 1 {
+		t.Fatalf("server_health %v", m["server_health"])
+	}
+}
