@@ -122,28 +122,28 @@ func boolFloat(b bool) float64 {
 func (s *Server) writeQueenFamilies(w *promWriter) {
 	p := s.broker.ProcessStats()
 	total, idle, acquired := s.broker.PoolStats()
-	w.family("queen_uptime_seconds", "gauge", "Seconds since the broker process started.")
+	w.family("queen_uptime_seconds", "gauge", "Seconds since the queen process started.")
 	w.sample("queen_uptime_seconds", time.Since(s.started).Seconds())
-	w.family("queen_cpu_user_microseconds_total", "counter", "User CPU time of the process, microseconds.")
+	w.family("queen_cpu_user_microseconds_total", "counter", "Cumulative user CPU time consumed by the process, in microseconds.")
 	w.sample("queen_cpu_user_microseconds_total", float64(p.CPUUserUs))
-	w.family("queen_cpu_system_microseconds_total", "counter", "System CPU time of the process, microseconds.")
+	w.family("queen_cpu_system_microseconds_total", "counter", "Cumulative system CPU time consumed by the process, in microseconds.")
 	w.sample("queen_cpu_system_microseconds_total", float64(p.CPUSystemUs))
-	w.family("queen_process_resident_memory_bytes", "gauge", "Resident memory of the process.")
+	w.family("queen_process_resident_memory_bytes", "gauge", "Resident set size of the queen process, in bytes.")
 	w.sample("queen_process_resident_memory_bytes", float64(p.RSSBytes))
-	w.family("queen_process_virtual_memory_bytes", "gauge", "Virtual memory of the process.")
+	w.family("queen_process_virtual_memory_bytes", "gauge", "Virtual memory size of the queen process, in bytes.")
 	w.sample("queen_process_virtual_memory_bytes", float64(p.VirtualBytes))
-	w.family("queen_db_pool_size", "gauge", "Open connections of the database pool.")
+	w.family("queen_db_pool_size", "gauge", "Total connections in the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_size", float64(total))
-	w.family("queen_db_pool_idle", "gauge", "Idle connections of the database pool.")
+	w.family("queen_db_pool_idle", "gauge", "Idle connections currently available in the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_idle", float64(idle))
-	w.family("queen_db_pool_active", "gauge", "Connections of the database pool in use.")
+	w.family("queen_db_pool_active", "gauge", "Connections currently checked out from the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_active", float64(acquired))
 	buffer := s.broker.BufferStats()
-	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is on in this process (pushes go to the file buffer).")
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is active (push requests are buffered to disk), 0 otherwise.")
 	w.sample("queen_maintenance_mode_enabled", boolFloat(s.broker.PushMaintenanceOn()))
-	w.family("queen_file_buffer_pending", "gauge", "Records in this process's file buffer not yet stored in PostgreSQL.")
+	w.family("queen_file_buffer_pending", "gauge", "Push events currently buffered to disk awaiting database flush.")
 	w.sample("queen_file_buffer_pending", float64(buffer.Pending))
-	w.family("queen_file_buffer_failed", "gauge", "Records the file buffer's replay could not store (kept in failed/).")
+	w.family("queen_file_buffer_failed", "gauge", "Push events that failed to flush from the file buffer.")
 	w.sample("queen_file_buffer_failed", float64(buffer.Failed))
 	w.family("queen_file_buffer_db_healthy", "gauge", "1 if the file buffer believes the database is healthy, 0 otherwise.")
 	w.sample("queen_file_buffer_db_healthy", boolFloat(buffer.DBHealthy))
@@ -180,7 +180,7 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 			func(q *queengo.QueueRates) float64 { return float64(q.Parked) }},
 		{"queen_queue_metrics_age_seconds", "gauge", "Age of the sample the queue's families come from.",
 			func(*queengo.QueueRates) float64 { return age }},
-		{"queen_dlq_depth_by_queue", "gauge", "Dead letters of the queue.",
+		{"queen_dlq_depth_by_queue", "gauge", "Messages in DLQ per queue.",
 			func(q *queengo.QueueRates) float64 { return float64(q.Figures.DeadLetters) }},
 	}
 	for _, f := range perQueue {
@@ -194,7 +194,7 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 	for i := range qs {
 		w.sample("queen_queue_pop_lag_milliseconds", float64(qs[i].TimeLagMs), "queue", qs[i].Figures.Name, "stat", "max")
 	}
-	w.family("queen_dlq_depth", "gauge", "Dead letters of every queue.")
+	w.family("queen_dlq_depth", "gauge", "Messages currently sitting in the dead-letter queue.")
 	w.sample("queen_dlq_depth", float64(snap.DeadLetters), "scope", "cluster")
 }
 
