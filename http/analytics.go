@@ -152,7 +152,7 @@ func (s *Server) analytics(ctx *fasthttp.RequestCtx, r analyticsRoute) {
 
 // boardBucket is the reference's bucket for a window: a minute up to an
 // hour, 5 minutes up to 6 hours, 15 up to a day, an hour up to a week, 6
-// hours past it (about 60 points at most).
+// hours past it.
 func boardBucket(from, to time.Time) time.Duration {
 	switch m := to.Sub(from).Round(time.Minute); {
 	case m <= time.Hour:
@@ -169,7 +169,8 @@ func boardBucket(from, to time.Time) time.Duration {
 }
 
 // clusterSummary is worker-metrics' summary: the counts of every broker
-// process on the database (the reference's lifetime totals).
+// process on the database since each started (where the reference has
+// lifetime totals).
 func clusterSummary(t queengo.ClusterTotals) map[string]any {
 	return map[string]any{"totalPushMessages": t.PushMessages, "totalPopMessages": t.PopMessages,
 		"totalAckMessages": t.AckMessages, "totalPushRequests": t.PushRequests, "totalPopRequests": t.PopRequests,
