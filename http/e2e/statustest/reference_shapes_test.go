@@ -120,6 +120,15 @@ func TestAnalytics_WorkerMetricsInTheReferenceShape(t *testing.T) {
 	t.Parallel()
 	s := ownBroker(t, "workers", fastSamples...)
 	from := since(time.Minute)
+	// The counts are growth from the broker's first sample: wait for it.
+	waitFor(t, 10*time.Second, "the broker's first sample", func() error {
+		var m map[string]any
+		getJSON(t, s, "/api/v1/analytics/worker-metrics"+e2e.Query("from", from), &m)
+		if len(objects(t, m, "workers")) == 0 {
+			return errorf("no sample yet")
+		}
+		return nil
+	})
 	q := e2e.Unique(t, "wm")
 	s.Configure(t, q, map[string]any{"retryLimit": 0})
 	s.PushN(t, q, "", 3)
