@@ -507,6 +507,16 @@ func (l *parkingLot) drain(out []*waiter) []*waiter {
 	return out
 }
 
+// retire takes the lot's keys out of the back-off counts when its actor
+// stops: a key outlives its pops while they claim, so a passivated actor's
+// lot can hold keys with no pop.
+func (l *parkingLot) retire() {
+	for _, k := range l.keys {
+		l.intervalMoved(k, k.interval, l.backoff.Initial)
+		k.interval = l.backoff.Initial
+	}
+}
+
 // empty reports whether nothing is parked or held.
 func (l *parkingLot) empty() bool { return l.n == 0 && len(l.held) == 0 }
 

@@ -505,3 +505,34 @@ func TestParkingLot_CountsKeysInBackoff(t *testing.T) {
 	emptyRechecks(&scope, 3)
 	want("a discovery scope's key in back-off", 1, 0, 1, 200*time.Millisecond)
 }
+
+// TestScheduler_StopTakesKeysOutOfBackoff: a key in back-off whose pop left
+// to claim and found messages stays in the lot until its next re-check;
+// when the actor stops first (passivated), stopping its scheduler takes the
+// key out of the back-off counts.
+func TestScheduler_StopTakesKeysOutOfBackoff(t *testing.T) {
+	t.Parallel()
+	b := &Broker{metrics: &brokerMetrics{}}
+	s := &popScheduler{lot: newParkingLot(testBackoff, 100)}
+	s.lot.queue, s.lot.backoffs = new(atomic.Int64), &b.metrics.backoff
+	now := t0
+	s.lot.park(longPoll("g", "", time.Hour), now)
+	for range 4 {
+		now = s.lot.next()
+		re, _ := s.lot.due(now, nil, nil)
+		if len(re) != 1 {
+			t.Fatalf("%d re-checks, want 1", len(re))
+		}
+		if st := b.BackoffStats(); st.Keys == 1 {
+			break // the re-checking pop found messages: it does not park again
+		}
+		s.lot.park(re[0], now)
+	}
+	if st := b.BackoffStats(); st.Groups != 1 || st.Queues != 1 || !s.lot.empty() {
+		t.Fatalf("before the stop: %+v, lot empty %v; want a key in back-off and no pop", st, s.lot.empty())
+	}
+	s.stop()
+	if st := b.BackoffStats(); st != (queengo.BackoffStats{}) {
+		t.Fatalf("after the stop: %+v", st)
+	}
+}

@@ -247,10 +247,13 @@ func (s *popScheduler) idle() bool {
 	return len(s.pending) == 0 && len(s.rounds) == 0 && s.lot.empty()
 }
 
+// stop ends the scheduler with its actor (passivated, released or failed):
+// its timer, and its lot's keys' part of the back-off counts.
 func (s *popScheduler) stop() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.lot.retire()
 }
 
 // answer replies to a pop once; a cancelled pop's client is gone.
