@@ -60,19 +60,22 @@ type QueueFigures struct {
 
 // PartitionFigures are QueueFigures for one partition.
 type PartitionFigures struct {
-	ID                 uuid.UUID
-	Name               string
-	CreatedAt          time.Time
-	LastWriteAt        time.Time // zero: never written
-	Head               int64
-	Retained           int64
-	Groups             int
-	Pending            int64
-	Processing         int64
-	Completed          int64
-	Failed             int64
-	OffsetLag          int64
-	Consumed           int64
+	ID          uuid.UUID
+	Name        string
+	CreatedAt   time.Time
+	LastWriteAt time.Time // zero: never written
+	Head        int64
+	Retained    int64
+	Groups      int
+	Pending     int64
+	Processing  int64
+	Completed   int64
+	Failed      int64
+	OffsetLag   int64
+	Consumed    int64
+	// BatchesConsumed counts the batches the groups consumed: the spans
+	// their claims handed out that ended resolved, or were auto-acked.
+	BatchesConsumed    int64
 	Leases             int
 	OldestUnconsumedAt time.Time
 	LastConsumedAt     time.Time
@@ -152,6 +155,48 @@ type RequestCounts struct {
 	// DBErrors counts the answers this process gave because the database
 	// failed (500 and 503 of the error table's database entries).
 	DBErrors uint64
+	// Transactions counts the transaction requests.
+	Transactions uint64
+	// DeadLettered counts the messages this process's requests sent to the
+	// dead-letter queue: acks past the retry limit (transactions' included)
+	// and moves by the operator. Eviction counts in the retention service.
+	DeadLettered uint64
+}
+
+// ClusterTotals are the request and message counts of every broker process
+// on the database (queen_cluster_*): each process's counters since it
+// started, added up. A process that stopped leaves the totals when its
+// newest sample ages out of the collector's window, and a restarted one
+// counts from 0 again, so the totals can drop (Prometheus reads a drop of
+// a counter as a reset).
+type ClusterTotals struct {
+	PushRequests, PopRequests, AckRequests, Transactions uint64
+	PushMessages, PopMessages                            uint64
+	// AckMessages are the ack items, AckFailed those answered with a
+	// failure.
+	AckMessages, AckFailed uint64
+	DBErrors               uint64
+	// DeadLettered are the messages sent to the dead-letter queue: by acks
+	// past the retry limit, by the operator, and by maxWaitTimeSeconds
+	// eviction.
+	DeadLettered uint64
+	// Processes is how many broker processes the totals cover, this one
+	// included.
+	Processes int
+}
+
+// BackoffStats are a process's long polls in back-off: the consumer groups
+// whose parked pops re-check less often than POP_WAIT_INITIAL_INTERVAL_MS
+// because their re-checks kept coming back empty (docs/pop-routes.md), now.
+type BackoffStats struct {
+	// Groups counts the (queue or discovery scope, group) pairs with a key
+	// in back-off; Queues the queues with one (discovery scopes are not
+	// queues); Keys the keys: a group long-polling on several partitions of
+	// the single-partition route has one key per partition.
+	Groups, Queues, Keys int64
+	// AvgInterval is the average re-check interval of those keys; 0 when
+	// there are none.
+	AvgInterval time.Duration
 }
 
 // QueueRates are one queue's latest figures and its rates per minute, from
@@ -200,6 +245,9 @@ type SampleWrite struct {
 	// Samples older than Cutoff are deleted, at most DeleteLimit of them.
 	Cutoff      time.Time
 	DeleteLimit int
+	// OthersSince: the other instances whose newest process row is newer
+	// are added up in SampleResult.Others.
+	OthersSince time.Time
 }
 
 // QueueSample is one queue row of the samples: the queue's figures at At,
@@ -215,6 +263,9 @@ type SampleResult struct {
 	// Led: this process wrote the tick's queue rows.
 	Led     bool
 	Deleted int64
+	// Others adds up the newest process rows of the other instances
+	// (SampleWrite.OthersSince); Processes counts them.
+	Others ClusterTotals
 }
 
 // ProcessStats are this process's resource figures at one moment.

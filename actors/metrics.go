@@ -2,8 +2,11 @@ package actors
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/queengo/queengo"
 )
 
 // The buckets of the actors' histograms, Prometheus' kind (le): seconds
@@ -42,6 +45,33 @@ type brokerMetrics struct {
 	// parked counts every long poll the Broker keeps parked, discovery
 	// scopes' included (queengo_parked_pops).
 	parked atomic.Int64
+	// backoff counts the parking lots' keys in back-off (BackoffStats).
+	backoff backoffCounts
+}
+
+// backoffCounts add up the keys of every parking lot of a Broker whose
+// re-check interval grew past Backoff.Initial (parkingLot.intervalMoved):
+// the (lot, group) pairs with one, the queue lots with one, the keys and
+// the sum of their intervals in nanoseconds.
+type backoffCounts struct {
+	groups, queues, keys, interval atomic.Int64
+}
+
+// BackoffStats reports the Broker's long polls in back-off now
+// (queen_queue_backoff_*). The counts are kept by the parking lots as
+// their keys' intervals change, so reading them costs four atomic loads.
+// They are not read as one snapshot: the interval sum is read before the
+// key count, and the lots add a key before its interval and take its
+// interval off before the key, so a read racing a change can only
+// understate the average, never pass Backoff.Max.
+func (b *Broker) BackoffStats() queengo.BackoffStats {
+	c := &b.metrics.backoff
+	sum := c.interval.Load()
+	st := queengo.BackoffStats{Keys: c.keys.Load(), Groups: c.groups.Load(), Queues: c.queues.Load()}
+	if st.Keys > 0 {
+		st.AvgInterval = time.Duration(max(sum, 0) / st.Keys)
+	}
+	return st
 }
 
 func newBrokerMetrics(set *metrics.Set) *brokerMetrics {

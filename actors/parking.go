@@ -43,6 +43,14 @@ type parkingLot struct {
 	// total counts the parked pops of every lot of the Broker
 	// (brokerMetrics.parked); nil in unit tests of the lot alone.
 	total *atomic.Int64
+	// backedOff counts, per group, the keys whose re-check interval grew
+	// past Backoff.Initial, and nBackedOff all of them; backoffs adds them
+	// up over every lot of the Broker (brokerMetrics.backoff; nil in unit
+	// tests of the lot alone). They change only when a key's interval
+	// does, so a parked pop costs them nothing.
+	backedOff  map[string]int
+	nBackedOff int
+	backoffs   *backoffCounts
 }
 
 // parkedKey is the long-poll state of the parked pops of one key. A key
@@ -97,7 +105,7 @@ func (l *parkingLot) park(w *waiter, now time.Time) bool {
 		l.indexPid(k)
 	}
 	if k.next.Before(now) {
-		l.backoff.after(k, now)
+		l.after(k, now)
 		l.scheduled(k)
 	}
 	w.parked = parkedAt{key: k, parkedPrev: k.last}
@@ -134,6 +142,7 @@ func (l *parkingLot) unindexPid(k *parkedKey) {
 
 // forget drops a key; its re-check entries are skipped when they come up.
 func (l *parkingLot) forget(k *parkedKey) {
+	l.intervalMoved(k, k.interval, l.backoff.Initial)
 	delete(l.keys, k.id)
 	dropKey(l.byName, k.partition, k)
 	l.unindexPid(k)
@@ -248,7 +257,7 @@ func (l *parkingLot) due(now time.Time, recheck, expired []*waiter) ([]*waiter, 
 			w := k.first
 			l.unpark(w)
 			recheck = append(recheck, w)
-			l.backoff.after(k, now)
+			l.after(k, now)
 			l.scheduled(k)
 		}
 	}
@@ -316,8 +325,63 @@ func (l *parkingLot) reset(k *parkedKey, now time.Time) {
 	if k.empties == 0 && k.next.Equal(now) {
 		return // reset already by this wake
 	}
+	l.intervalMoved(k, k.interval, l.backoff.Initial)
 	k.empties, k.interval, k.next = 0, l.backoff.Initial, now
 	l.scheduled(k)
+}
+
+// after schedules the key's next re-check after an empty one
+// (Backoff.after), keeping the back-off counts.
+func (l *parkingLot) after(k *parkedKey, now time.Time) {
+	old := k.interval
+	l.backoff.after(k, now)
+	l.intervalMoved(k, old, k.interval)
+}
+
+// intervalMoved keeps the back-off counts when the re-check interval of k
+// moves from old to cur (to Backoff.Initial when k leaves the lot). A key
+// is in back-off while its interval is past Backoff.Initial.
+func (l *parkingLot) intervalMoved(k *parkedKey, old, cur time.Duration) {
+	was, is := old > l.backoff.Initial, cur > l.backoff.Initial
+	c := l.backoffs
+	switch {
+	case was && is:
+		if c != nil && cur != old {
+			c.interval.Add(int64(cur - old))
+		}
+	case is: // keys before interval, and the reverse on the way out: see BackoffStats
+		if l.backedOff == nil {
+			l.backedOff = map[string]int{}
+		}
+		l.backedOff[k.group]++
+		l.nBackedOff++
+		if c != nil {
+			c.keys.Add(1)
+			c.interval.Add(int64(cur))
+			if l.backedOff[k.group] == 1 {
+				c.groups.Add(1)
+			}
+			if l.nBackedOff == 1 && l.queue != nil {
+				c.queues.Add(1)
+			}
+		}
+	case was:
+		l.backedOff[k.group]--
+		l.nBackedOff--
+		if l.backedOff[k.group] == 0 {
+			delete(l.backedOff, k.group)
+		}
+		if c != nil {
+			c.interval.Add(-int64(old))
+			c.keys.Add(-1)
+			if _, ok := l.backedOff[k.group]; !ok {
+				c.groups.Add(-1)
+			}
+			if l.nBackedOff == 0 && l.queue != nil {
+				c.queues.Add(-1)
+			}
+		}
+	}
 }
 
 // freedPartition is what a wake may have made claimable: a partition of a
@@ -434,10 +498,23 @@ func (l *parkingLot) drain(out []*waiter) []*waiter {
 	}
 	out = append(out, l.held...)
 	l.count(-l.n)
+	for _, k := range l.keys {
+		l.intervalMoved(k, k.interval, l.backoff.Initial)
+	}
 	l.keys, l.byName, l.byPid = map[string]*parkedKey{}, map[string]keySet{}, map[uuid.UUID]keySet{}
 	l.rechecks, l.deadlines = nil, nil
 	l.held = nil
 	return out
+}
+
+// retire takes the lot's keys out of the back-off counts when its actor
+// stops: a key outlives its pops while they claim, so a passivated actor's
+// lot can hold keys with no pop.
+func (l *parkingLot) retire() {
+	for _, k := range l.keys {
+		l.intervalMoved(k, k.interval, l.backoff.Initial)
+		k.interval = l.backoff.Initial
+	}
 }
 
 // empty reports whether nothing is parked or held.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,7 +146,9 @@ func TestParkingLot_WakeResetsBackoff(t *testing.T) {
 	l := newParkingLot(testBackoff, 100)
 	l.park(longPoll("g", "", time.Minute), t0)
 	k := l.keys["g\x00"]
-	k.empties, k.interval, k.next = 9, time.Second, t0.Add(time.Second)
+	for range 9 {
+		l.after(k, t0) // empty re-checks: the interval grows to Max
+	}
 	held := longPoll("g", "", time.Minute)
 	held.holdUntil = t0.Add(time.Minute)
 	l.hold(held)
@@ -442,5 +445,94 @@ func TestScheduler_PopsPastTheLimitAreRefused(t *testing.T) {
 	}
 	if len(s.pending) != 1 || s.lot.n != 1 || parked.answered || pending.answered {
 		t.Fatalf("%d pending, %d parked after the refusal, want the 1 and 1 that waited", len(s.pending), s.lot.n)
+	}
+}
+
+// TestParkingLot_CountsKeysInBackoff: the back-off counts follow the keys'
+// intervals: a key whose empty re-checks passed the threshold is in
+// back-off (its group and its queue with it); a wake that concerns it, its
+// last pop leaving, and a drain take it out; a discovery scope's lot
+// counts groups and keys but no queue.
+func TestParkingLot_CountsKeysInBackoff(t *testing.T) {
+	t.Parallel()
+	b := &Broker{metrics: &brokerMetrics{}}
+	l := newParkingLot(testBackoff, 100)
+	l.queue, l.backoffs = new(atomic.Int64), &b.metrics.backoff
+	want := func(what string, groups, queues, keys int64, avg time.Duration) {
+		t.Helper()
+		if st := b.BackoffStats(); st != (queengo.BackoffStats{Groups: groups, Queues: queues, Keys: keys, AvgInterval: avg}) {
+			t.Fatalf("%s: %+v, want %d groups, %d queues, %d keys, average %v", what, st, groups, queues, keys, avg)
+		}
+	}
+	// emptyRechecks runs n rounds of re-checks of lot that find nothing:
+	// each re-checking pop parks again.
+	now := t0
+	emptyRechecks := func(lot *parkingLot, n int) {
+		for range n {
+			now = lot.next()
+			re, _ := lot.due(now, nil, nil)
+			for _, w := range re {
+				lot.park(w, now)
+			}
+		}
+	}
+	g, h1, h2 := longPoll("g", "", time.Hour), longPoll("h", "p1", time.Hour), longPoll("h", "p2", time.Hour)
+	for _, w := range []*waiter{g, h1, h2} {
+		l.park(w, now)
+	}
+	emptyRechecks(&l, 2)
+	want("within the threshold", 0, 0, 0, 0)
+	emptyRechecks(&l, 1)
+	want("past the threshold", 2, 1, 3, 200*time.Millisecond)
+	emptyRechecks(&l, 1)
+	want("one more empty re-check", 2, 1, 3, 400*time.Millisecond)
+
+	l.wake(now, []freedPartition{{group: "h", name: "p1"}}, nil)
+	want("after a wake of h on p1", 2, 1, 2, 400*time.Millisecond)
+	l.remove(g)
+	want("after g's only pop left", 1, 1, 1, 400*time.Millisecond)
+	l.wake(now, nil, nil)
+	want("after a wake of every key", 0, 0, 0, 0)
+
+	emptyRechecks(&l, 4)
+	want("in back-off again", 1, 1, 2, 200*time.Millisecond)
+	l.drain(nil)
+	want("after a drain", 0, 0, 0, 0)
+
+	scope := newParkingLot(testBackoff, 100)
+	scope.backoffs = &b.metrics.backoff
+	scope.park(longPoll("s", "", time.Hour), now)
+	emptyRechecks(&scope, 3)
+	want("a discovery scope's key in back-off", 1, 0, 1, 200*time.Millisecond)
+}
+
+// TestScheduler_StopTakesKeysOutOfBackoff: a key in back-off whose pop left
+// to claim and found messages stays in the lot until its next re-check;
+// when the actor stops first (passivated), stopping its scheduler takes the
+// key out of the back-off counts.
+func TestScheduler_StopTakesKeysOutOfBackoff(t *testing.T) {
+	t.Parallel()
+	b := &Broker{metrics: &brokerMetrics{}}
+	s := &popScheduler{lot: newParkingLot(testBackoff, 100)}
+	s.lot.queue, s.lot.backoffs = new(atomic.Int64), &b.metrics.backoff
+	now := t0
+	s.lot.park(longPoll("g", "", time.Hour), now)
+	for range 4 {
+		now = s.lot.next()
+		re, _ := s.lot.due(now, nil, nil)
+		if len(re) != 1 {
+			t.Fatalf("%d re-checks, want 1", len(re))
+		}
+		if st := b.BackoffStats(); st.Keys == 1 {
+			break // the re-checking pop found messages: it does not park again
+		}
+		s.lot.park(re[0], now)
+	}
+	if st := b.BackoffStats(); st.Groups != 1 || st.Queues != 1 || !s.lot.empty() {
+		t.Fatalf("before the stop: %+v, lot empty %v; want a key in back-off and no pop", st, s.lot.empty())
+	}
+	s.stop()
+	if st := b.BackoffStats(); st != (queengo.BackoffStats{}) {
+		t.Fatalf("after the stop: %+v", st)
 	}
 }

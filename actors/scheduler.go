@@ -29,6 +29,7 @@ type popScheduler struct {
 func newPopScheduler(d *deps) popScheduler {
 	lot := newParkingLot(d.backoff, d.maxParked)
 	lot.total = &d.metrics.parked
+	lot.backoffs = &d.metrics.backoff
 	return popScheduler{d: d, lot: lot}
 }
 
@@ -246,10 +247,13 @@ func (s *popScheduler) idle() bool {
 	return len(s.pending) == 0 && len(s.rounds) == 0 && s.lot.empty()
 }
 
+// stop ends the scheduler with its actor (passivated, released or failed):
+// its timer, and its lot's keys' part of the back-off counts.
 func (s *popScheduler) stop() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.lot.retire()
 }
 
 // answer replies to a pop once; a cancelled pop's client is gone.

@@ -264,6 +264,9 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, items []queengo.AckItem, badLease
 		if !r.Success {
 			s.m.ackFailed.Inc()
 		}
+		if r.DLQ {
+			s.m.deadLettered.Inc()
+		}
 		if i > 0 {
 			buf = append(buf, ',')
 		}
@@ -422,6 +425,7 @@ func parseTransaction(body []byte) ([]queengo.TxOp, *apiError) {
 }
 
 func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
+	s.m.transactions.Inc()
 	txID := uuid.Must(uuid.NewV7()).String()
 	ops, e := parseTransaction(ctx.PostBody())
 	if e != nil {
@@ -450,6 +454,9 @@ func (s *Server) handleTransaction(ctx *fasthttp.RequestCtx) {
 			buf = appendString(buf, op.Ack.TransactionID)
 			buf = append(buf, `,"error":null,"dlq":`...)
 			buf = appendBool(buf, r.DLQ)
+			if r.DLQ {
+				s.m.deadLettered.Inc()
+			}
 		} else {
 			r := res[i].Push
 			buf = append(buf, `,"type":"push","success":true,"status":"`...)

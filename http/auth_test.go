@@ -48,6 +48,7 @@ var specLevels = map[string]level{
 	"POST /api/v1/system/maintenance":                    levelAdmin,
 	"GET /api/v1/system/maintenance/pop":                 levelAdmin,
 	"POST /api/v1/system/maintenance/pop":                levelAdmin,
+	"GET /api/v1/system/shared-state":                    levelAdmin,
 
 	"GET /api/v1/consumer-groups":                                                     levelReadOnly,
 	"GET /api/v1/consumer-groups/lagging":                                             levelReadOnly,

@@ -216,6 +216,7 @@ var (
 	errWindowTooLong = apiError{fasthttp.StatusBadRequest, "window_too_long", "the window from..to must be at most 31 days"}
 	errTooManyPoints = apiError{fasthttp.StatusBadRequest, "too_many_points", "the window holds more than 1500 buckets: narrow it or widen the bucket"}
 	errIntervalParam = apiError{fasthttp.StatusBadRequest, "interval_invalid", "interval must be minute, hour or day"}
+	errFormatParam   = apiError{fasthttp.StatusBadRequest, "format_invalid", "format must be queengo, or absent for the reference's shape"}
 )
 
 // Traces (http/traces.go).

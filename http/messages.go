@@ -201,6 +201,7 @@ func (s *Server) handleMoveToDLQ(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, errMessageResolved)
 		return
 	}
+	s.m.deadLettered.Add(len(ch.Groups))
 	s.writeObject(ctx, struct {
 		Success        bool     `json:"success"`
 		PartitionID    string   `json:"partitionId"`

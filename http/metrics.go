@@ -19,6 +19,7 @@ type serverMetrics struct {
 	pushRequests, pushMessages, pushDuplicates, pushFailed *metrics.Counter
 	popRequests, popMessages, popEmpty, popErrors          *metrics.Counter
 	ackRequests, ackItems, ackFailed                       *metrics.Counter
+	transactions, deadLettered                             *metrics.Counter
 	pushDuration, popDuration, ackDuration                 *metrics.PrometheusHistogram
 }
 
@@ -35,6 +36,8 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		ackRequests:    set.NewCounter(`queengo_ack_requests_total`),
 		ackItems:       set.NewCounter(`queengo_ack_items_total`),
 		ackFailed:      set.NewCounter(`queengo_ack_item_failures_total`),
+		transactions:   set.NewCounter(`queengo_transactions_total`),
+		deadLettered:   set.NewCounter(`queengo_dead_lettered_messages_total`),
 		pushDuration:   set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets),
 		popDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets),
 		ackDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets),
@@ -63,6 +66,7 @@ func (s *Server) RequestCounts() queengo.RequestCounts {
 		PushFailed: m.pushFailed.Get(), PopRequests: m.popRequests.Get(), PopMessages: m.popMessages.Get(),
 		PopEmpty: m.popEmpty.Get(), PopErrors: m.popErrors.Get(), AckRequests: m.ackRequests.Get(),
 		AckItems: m.ackItems.Get(), AckFailed: m.ackFailed.Get(), DBErrors: db,
+		Transactions: m.transactions.Get(), DeadLettered: m.deadLettered.Get(),
 	}
 }
 
@@ -118,31 +122,42 @@ func boolFloat(b bool) float64 {
 func (s *Server) writeQueenFamilies(w *promWriter) {
 	p := s.broker.ProcessStats()
 	total, idle, acquired := s.broker.PoolStats()
-	w.family("queen_uptime_seconds", "gauge", "Seconds since the broker process started.")
+	w.family("queen_uptime_seconds", "gauge", "Seconds since the queen process started.")
 	w.sample("queen_uptime_seconds", time.Since(s.started).Seconds())
-	w.family("queen_cpu_user_microseconds_total", "counter", "User CPU time of the process, microseconds.")
+	w.family("queen_cpu_user_microseconds_total", "counter", "Cumulative user CPU time consumed by the process, in microseconds.")
 	w.sample("queen_cpu_user_microseconds_total", float64(p.CPUUserUs))
-	w.family("queen_cpu_system_microseconds_total", "counter", "System CPU time of the process, microseconds.")
+	w.family("queen_cpu_system_microseconds_total", "counter", "Cumulative system CPU time consumed by the process, in microseconds.")
 	w.sample("queen_cpu_system_microseconds_total", float64(p.CPUSystemUs))
-	w.family("queen_process_resident_memory_bytes", "gauge", "Resident memory of the process.")
+	w.family("queen_process_resident_memory_bytes", "gauge", "Resident set size of the queen process, in bytes.")
 	w.sample("queen_process_resident_memory_bytes", float64(p.RSSBytes))
-	w.family("queen_process_virtual_memory_bytes", "gauge", "Virtual memory of the process.")
+	w.family("queen_process_virtual_memory_bytes", "gauge", "Virtual memory size of the queen process, in bytes.")
 	w.sample("queen_process_virtual_memory_bytes", float64(p.VirtualBytes))
-	w.family("queen_db_pool_size", "gauge", "Open connections of the database pool.")
+	w.family("queen_db_pool_size", "gauge", "Total connections in the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_size", float64(total))
-	w.family("queen_db_pool_idle", "gauge", "Idle connections of the database pool.")
+	w.family("queen_db_pool_idle", "gauge", "Idle connections currently available in the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_idle", float64(idle))
-	w.family("queen_db_pool_active", "gauge", "Connections of the database pool in use.")
+	w.family("queen_db_pool_active", "gauge", "Connections currently checked out from the asynchronous Postgres pool.")
 	w.sample("queen_db_pool_active", float64(acquired))
 	buffer := s.broker.BufferStats()
-	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is on in this process (pushes go to the file buffer).")
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 when push maintenance mode is active (push requests are buffered to disk), 0 otherwise.")
 	w.sample("queen_maintenance_mode_enabled", boolFloat(s.broker.PushMaintenanceOn()))
-	w.family("queen_file_buffer_pending", "gauge", "Records in this process's file buffer not yet stored in PostgreSQL.")
+	w.family("queen_file_buffer_pending", "gauge", "Push events currently buffered to disk awaiting database flush.")
 	w.sample("queen_file_buffer_pending", float64(buffer.Pending))
-	w.family("queen_file_buffer_failed", "gauge", "Records the file buffer's replay could not store (kept in failed/).")
+	w.family("queen_file_buffer_failed", "gauge", "Push events that failed to flush from the file buffer.")
 	w.sample("queen_file_buffer_failed", float64(buffer.Failed))
+	w.family("queen_file_buffer_db_healthy", "gauge", "1 if the file buffer believes the database is healthy, 0 otherwise.")
+	w.sample("queen_file_buffer_db_healthy", boolFloat(buffer.DBHealthy))
 	w.family("queen_pop_maintenance_mode_enabled", "gauge", "1 when pop maintenance mode is on in this process.")
 	w.sample("queen_pop_maintenance_mode_enabled", boolFloat(s.broker.PopMaintenanceOn()))
+	bo := s.broker.BackoffStats()
+	w.family("queen_queue_backoff_groups", "gauge", "Total consumer groups currently in pop-backoff across all queues.")
+	w.sample("queen_queue_backoff_groups", float64(bo.Groups))
+	w.family("queen_queue_backoff_queues", "gauge", "Number of queues that have at least one consumer group in backoff.")
+	w.sample("queen_queue_backoff_queues", float64(bo.Queues))
+	w.family("queen_queue_backoff_avg_interval_milliseconds", "gauge",
+		"Average backoff interval across all backed-off groups, in milliseconds.")
+	w.sample("queen_queue_backoff_avg_interval_milliseconds", float64(bo.AvgInterval)/float64(time.Millisecond))
+	writeClusterFamilies(w, s.broker.ClusterTotals())
 
 	snap := s.broker.MetricsSnapshot()
 	if snap == nil {
@@ -165,7 +180,7 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 			func(q *queengo.QueueRates) float64 { return float64(q.Parked) }},
 		{"queen_queue_metrics_age_seconds", "gauge", "Age of the sample the queue's families come from.",
 			func(*queengo.QueueRates) float64 { return age }},
-		{"queen_dlq_depth_by_queue", "gauge", "Dead letters of the queue.",
+		{"queen_dlq_depth_by_queue", "gauge", "Messages in DLQ per queue.",
 			func(q *queengo.QueueRates) float64 { return float64(q.Figures.DeadLetters) }},
 	}
 	for _, f := range perQueue {
@@ -179,8 +194,39 @@ func (s *Server) writeQueenFamilies(w *promWriter) {
 	for i := range qs {
 		w.sample("queen_queue_pop_lag_milliseconds", float64(qs[i].TimeLagMs), "queue", qs[i].Figures.Name, "stat", "max")
 	}
-	w.family("queen_dlq_depth", "gauge", "Dead letters of every queue.")
-	w.sample("queen_dlq_depth", float64(snap.DeadLetters))
+	w.family("queen_dlq_depth", "gauge", "Messages currently sitting in the dead-letter queue.")
+	w.sample("queen_dlq_depth", float64(snap.DeadLetters), "scope", "cluster")
+}
+
+// writeClusterFamilies writes the queen_cluster_* counters: every broker
+// process's counts added up (queengo.ClusterTotals), under the reference's
+// names, HELP and labels.
+func writeClusterFamilies(w *promWriter, t queengo.ClusterTotals) {
+	for _, f := range []struct {
+		name, help string
+		v          uint64
+	}{
+		{"queen_cluster_push_requests_total", "Cumulative push HTTP requests handled across the cluster.", t.PushRequests},
+		{"queen_cluster_pop_requests_total", "Cumulative pop HTTP requests handled across the cluster.", t.PopRequests},
+		{"queen_cluster_ack_requests_total", "Cumulative ack HTTP requests handled across the cluster.", t.AckRequests},
+		{"queen_cluster_transactions_total", "Cumulative transaction calls handled across the cluster.", t.Transactions},
+		{"queen_cluster_push_messages_total", "Cumulative messages pushed across the cluster.", t.PushMessages},
+		{"queen_cluster_pop_messages_total",
+			"Cumulative messages popped across the cluster (may exceed push_messages due to consumer-group fan-out).",
+			t.PopMessages},
+		{"queen_cluster_ack_messages_total", "Cumulative ack attempts across the cluster.", t.AckMessages},
+	} {
+		w.family(f.name, "counter", f.help)
+		w.sample(f.name, float64(f.v), "scope", "cluster")
+	}
+	w.family("queen_cluster_ack_total", "counter", "Cumulative acks across the cluster, by result.")
+	w.sample("queen_cluster_ack_total", float64(t.AckMessages-min(t.AckFailed, t.AckMessages)), "scope", "cluster",
+		"result", "success")
+	w.sample("queen_cluster_ack_total", float64(t.AckFailed), "scope", "cluster", "result", "failed")
+	w.family("queen_cluster_db_errors_total", "counter", "Cumulative database errors observed across the cluster.")
+	w.sample("queen_cluster_db_errors_total", float64(t.DBErrors), "scope", "cluster")
+	w.family("queen_cluster_dlq_total", "counter", "Cumulative messages routed to the dead-letter queue across the cluster.")
+	w.sample("queen_cluster_dlq_total", float64(t.DeadLettered), "scope", "cluster")
 }
 
 // handleMetrics is the JSON summary the SDKs' admin.metrics() returns. The

@@ -122,9 +122,18 @@ func (s *Server) handleOverview(ctx *fasthttp.RequestCtx) {
 	}
 	type throughput struct {
 		Ingested float64 `json:"ingestedPerSecond"`
-		// Processed is null: consumption is stored as a cumulative count
-		// per cursor without history, so no rate can be read back.
+		// Processed is the messages committed per second over the metrics
+		// collector's last minute of samples; null before its first.
 		Processed *float64 `json:"processedPerSecond"`
+	}
+	var processed *float64
+	if snap := s.broker.MetricsSnapshot(); snap != nil {
+		var perMinute float64
+		for i := range snap.Queues {
+			perMinute += snap.Queues[i].AckPerMinute
+		}
+		processed = new(float64)
+		*processed = perMinute / 60
 	}
 	s.writeObject(ctx, struct {
 		Queues     int        `json:"queues"`
@@ -137,7 +146,7 @@ func (s *Server) handleOverview(ctx *fasthttp.RequestCtx) {
 		Timestamp  jsonTime   `json:"timestamp"`
 		StatsAge   int        `json:"statsAge"`
 	}{o.Queues, o.Partitions, o.Namespaces, o.Tasks, counts(o.Messages),
-		lag{statsJSON(o.LagSeconds), statsJSON(o.LagMessages)}, throughput{Ingested: o.IngestedPerSecond},
+		lag{statsJSON(o.LagSeconds), statsJSON(o.LagMessages)}, throughput{Ingested: o.IngestedPerSecond, Processed: processed},
 		jsonTime(now), max(int(now.Sub(o.At).Seconds()), 0)})
 }
 

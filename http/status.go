@@ -23,8 +23,17 @@ type StatusAdmin interface {
 	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	SystemMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	WorkerMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueLag(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueOps(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueParkedReplicas(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	RetentionTimeseries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	StatusTotals(ctx context.Context, f queengo.StatusFilter) ([]queengo.QueueFigures, time.Time, error)
 	MetricsSnapshot() *queengo.MetricsSnapshot
+	ClusterTotals() queengo.ClusterTotals
+	BackoffStats() queengo.BackoffStats
+	Instance() string
 	PopMaintenanceOn() bool
 	ProcessStats() queengo.ProcessStats
 }
@@ -45,7 +54,20 @@ func (s *Server) statusRoutes() []route {
 		{fasthttp.MethodGet, "/api/v1/analytics/queue-ops", levelReadOnly, s.handleQueueOps},
 		{fasthttp.MethodGet, "/api/v1/analytics/queue-parked-replicas", levelReadOnly, s.handleParkedReplicas},
 		{fasthttp.MethodGet, "/api/v1/analytics/retention", levelReadOnly, s.handleRetentionAnalytics},
+		{fasthttp.MethodGet, "/api/v1/system/shared-state", levelAdmin, s.handleSharedState},
 	}
+}
+
+// handleSharedState answers the reference's cluster-sync view: queengo
+// has no such sync (no UDP state between processes), so it is not
+// enabled; the processes share state through PostgreSQL, and the figures
+// are this process's and the processes sampling on the database.
+func (s *Server) handleSharedState(ctx *fasthttp.RequestCtx) {
+	s.writeJSONValue(ctx, map[string]any{"enabled": false, "running": false, "transport": "postgresql",
+		"reason":    "broker processes share state through PostgreSQL (tables, LISTEN/NOTIFY), not a cluster sync",
+		"server_id": s.broker.Instance(), "maintenance_mode": s.broker.PushMaintenanceOn(),
+		"pop_maintenance_mode": s.broker.PopMaintenanceOn(),
+		"server_health":        map[string]any{"servers_alive": s.broker.ClusterTotals().Processes}})
 }
 
 // The bounds of the status routes' parameters (docs/api-admin.md "Status,
@@ -315,7 +337,7 @@ func (s *Server) handleStatusQueue(ctx *fasthttp.RequestCtx) {
 				"oldestUnconsumedAt": isoTime(p.OldestUnconsumedAt)},
 			// queengo counts messages, not the batches they were
 			// consumed in.
-			"cursor":        map[string]any{"totalConsumed": p.Consumed, "batchesConsumed": nil},
+			"cursor":        map[string]any{"totalConsumed": p.Consumed, "batchesConsumed": p.BatchesConsumed},
 			"lastActivity":  isoTime(last),
 			"oldestMessage": isoTime(p.OldestMessageAt), "newestMessage": isoTime(p.NewestMessageAt)}
 	}

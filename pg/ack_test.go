@@ -268,8 +268,8 @@ func ackPathsAgree(t *testing.T, mark func(rng *rand.Rand, it *queengo.AckItem, 
 	db := b.conn(t)
 	cursor := func(part uuid.UUID, group string) string {
 		var out string
-		if err := db.QueryRow(ctx, `SELECT format('committed=%s leased=%s lease_end=%s acked=%s consumed=%s', committed,
-       lease_id IS NOT NULL, lease_end, acked, total_consumed)
+		if err := db.QueryRow(ctx, `SELECT format('committed=%s leased=%s lease_end=%s acked=%s consumed=%s batches=%s',
+       committed, lease_id IS NOT NULL, lease_end, acked, total_consumed, batches_consumed)
   FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`, part.String(), group).Scan(&out); err != nil {
 			t.Fatal(err)
 		}
@@ -564,4 +564,84 @@ func TestAckSpans_TwoSpansOfOneCursorInOneCall(t *testing.T) {
 	if committed != 5 || leased {
 		t.Fatalf("cursor committed=%d leased=%v, want 5 and no lease", committed, leased)
 	}
+}
+
+// TestAck_BatchesConsumedCountsResolvedSpans: a cursor's batches_consumed
+// counts the spans its claims handed out that ended resolved, whichever
+// path of the ack resolved them (set, item loop, span) and whether the
+// last message was acked or dead-lettered, and the auto-acked claims; a
+// span a failure hands back, and acks that leave part of it, count nothing.
+func TestAck_BatchesConsumedCountsResolvedSpans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	var txids []string
+	for k := range 12 {
+		txids = append(txids, fmt.Sprintf("m-%d", k))
+	}
+	q, ids := b.queue(t, []string{"p"}, [][]string{txids})
+	db := b.conn(t)
+	if _, err := db.Exec(ctx, `UPDATE queen.queues SET retry_limit = 0 WHERE id = $1`, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	const group = "g"
+	claim := func(batch int, autoAck bool) (uuid.UUID, []queengo.Message) {
+		t.Helper()
+		lease := uuid.Must(uuid.NewV7())
+		res, err := b.s.Claim(ctx, []queengo.ClaimParams{{QueueIDs: []uuid.UUID{q.ID}, Group: group, Batch: batch,
+			LeaseID: lease, AutoAck: autoAck}})
+		if err != nil || res[0].Err != nil || len(res[0].Messages) != batch {
+			t.Fatalf("claim: %+v %v", res, err)
+		}
+		return lease, res[0].Messages
+	}
+	ack := func(lease uuid.UUID, status string, span bool, ms ...queengo.Message) {
+		t.Helper()
+		var items []queengo.AckItem
+		for _, m := range ms {
+			it := queengo.AckItem{PartitionID: ids[0], TransactionID: m.TransactionID, Status: status, Group: group,
+				LeaseID: lease}
+			if span {
+				it.Offset = m.Offset
+			}
+			items = append(items, it)
+		}
+		if _, err := b.s.Ack(ctx, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batches := func(what string, want int64) {
+		t.Helper()
+		var n int64
+		if err := db.QueryRow(ctx, `SELECT batches_consumed FROM queen.cursors WHERE partition_id = $1 AND consumer_group = $2`,
+			ids[0], group).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("%s: %d batches consumed, want %d", what, n, want)
+		}
+	}
+	lease, ms := claim(3, false)
+	ack(lease, "completed", false, ms[:2]...)
+	batches("two of three acked", 0)
+	ack(lease, "completed", false, ms[2])
+	batches("the last one acked (set path)", 1)
+	lease, ms = claim(2, false)
+	ack(lease, "completed", false, ms[0], ms[1], ms[1]) // a repeat sends it through the item loop
+	batches("the item loop", 2)
+	lease, ms = claim(2, false)
+	ack(lease, "completed", true, ms...)
+	batches("a span", 3)
+	lease, ms = claim(2, false)
+	ack(lease, "completed", false, ms[0])
+	ack(lease, "failed", false, ms[1]) // retryLimit 0: dead-lettered
+	batches("the last one dead-lettered", 4)
+	claim(2, true)
+	batches("an auto-acked claim", 5)
+	if _, err := db.Exec(ctx, `UPDATE queen.queues SET retry_limit = 3 WHERE id = $1`, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	lease, ms = claim(1, false)
+	ack(lease, "failed", false, ms[0])
+	batches("a failure that hands the span back", 5)
 }

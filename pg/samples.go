@@ -22,7 +22,8 @@ import (
 // a tick's queue rows holds while it writes them.
 var sampleLeaderKey = leaderKey("metrics samples")
 
-// WriteSamples writes one tick in one transaction: the process row always;
+// WriteSamples writes one tick in one transaction: the process row always,
+// and reads the other instances' newest process rows since OthersSince;
 // the queue rows when this process takes the samples lock and no process
 // wrote queue rows in the last MinGap; and, by that same process, the
 // deletion of at most DeleteLimit samples older than Cutoff. The lock is a
@@ -34,6 +35,9 @@ func (s *Store) WriteSamples(ctx context.Context, w queengo.SampleWrite) (queeng
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO queen.metrics_samples (sampled_at, instance, queue_id, figures)
 VALUES ($1, $2, NULL, $3)`, w.At, w.Instance, string(w.Process)); err != nil {
+			return err
+		}
+		if err := readOthers(ctx, tx, w, &res.Others); err != nil {
 			return err
 		}
 		// Every led tick writes a row of every queue together: the newest of
@@ -78,6 +82,36 @@ SELECT t, $4, q, f::jsonb FROM unnest($1::timestamptz[], $2::uuid[], $3::text[])
 	return res, nil
 }
 
+// othersSQL adds up the counters of the newest process row of each other
+// instance since $1 (the process rows' index, a few rows per instance);
+// the dead letters are the requests' and eviction's.
+const othersSQL = `SELECT count(*), ` + othersSums + `
+  FROM (SELECT DISTINCT ON (m.instance) m.figures AS f FROM queen.metrics_samples m
+         WHERE m.queue_id IS NULL AND m.sampled_at > $1 AND m.instance <> $2
+         ORDER BY m.instance, m.sampled_at DESC) l`
+
+const othersSums = `coalesce(sum((f->>'pushRequests')::bigint), 0)::bigint, coalesce(sum((f->>'popRequests')::bigint), 0)::bigint,
+       coalesce(sum((f->>'ackRequests')::bigint), 0)::bigint, coalesce(sum((f->>'transactions')::bigint), 0)::bigint,
+       coalesce(sum((f->>'pushMessages')::bigint), 0)::bigint, coalesce(sum((f->>'popMessages')::bigint), 0)::bigint,
+       coalesce(sum((f->>'ackItems')::bigint), 0)::bigint, coalesce(sum((f->>'ackFailed')::bigint), 0)::bigint,
+       coalesce(sum((f->>'dbErrors')::bigint), 0)::bigint,
+       coalesce(sum(coalesce((f->>'deadLettered')::bigint, 0) + coalesce((f->>'evictedMessages')::bigint, 0)), 0)::bigint`
+
+// readOthers reads into t the other instances' newest process rows since
+// w.OthersSince.
+func readOthers(ctx context.Context, tx pgx.Tx, w queengo.SampleWrite, t *queengo.ClusterTotals) error {
+	var n [10]int64
+	err := tx.QueryRow(ctx, othersSQL, w.OthersSince, w.Instance).Scan(&t.Processes, &n[0], &n[1], &n[2], &n[3],
+		&n[4], &n[5], &n[6], &n[7], &n[8], &n[9])
+	if err != nil {
+		return err
+	}
+	t.PushRequests, t.PopRequests, t.AckRequests, t.Transactions = uint64(n[0]), uint64(n[1]), uint64(n[2]), uint64(n[3])
+	t.PushMessages, t.PopMessages, t.AckMessages, t.AckFailed = uint64(n[4]), uint64(n[5]), uint64(n[6]), uint64(n[7])
+	t.DBErrors, t.DeadLettered = uint64(n[8]), uint64(n[9])
+	return nil
+}
+
 // seriesLookback is how far before a window the series read samples, so
 // that the first rows in the window have their predecessors for deltas.
 // The collector's interval is capped below it (actors.SampleIntervalMax).
@@ -98,8 +132,12 @@ func seriesArgs(q queengo.SeriesQuery) []any {
 // of a counter over a bucket is f - pf. The window is read from the
 // lookback on, so the first bucket has its predecessor; only the samples
 // kept are decoded.
-func bucketed(key, rowFilter string) string {
-	return `b AS (
+func bucketed(key, rowFilter string) string { return bucketedAs("rw", key, rowFilter) }
+
+// bucketedAs is bucketed under the CTE name (and name_b for its helper), for
+// a statement that buckets two kinds of rows.
+func bucketedAs(name, key, rowFilter string) string {
+	return name + `_b AS (
     SELECT DISTINCT ON (t, k) t, k, f, f0 FROM (
         SELECT date_bin(make_interval(secs => $3), m.sampled_at, $1) AS t, m.` + key + ` AS k, m.sampled_at,
                m.figures AS f, first_value(m.figures) OVER (PARTITION BY date_bin(make_interval(secs => $3), m.sampled_at, $1),
@@ -108,8 +146,8 @@ func bucketed(key, rowFilter string) string {
          WHERE ` + rowFilter + `
            AND m.sampled_at >= $1::timestamptz - make_interval(secs => $4) AND m.sampled_at < $2) s
      ORDER BY t, k, sampled_at DESC),
-rw AS (SELECT t, k, f, coalesce(pf, f0) AS pf
-         FROM (SELECT t, k, f, f0, lag(f) OVER (PARTITION BY k ORDER BY t) AS pf FROM b) x WHERE t >= $1)`
+` + name + ` AS (SELECT t, k, f, coalesce(pf, f0) AS pf
+         FROM (SELECT t, k, f, f0, lag(f) OVER (PARTITION BY k ORDER BY t) AS pf FROM ` + name + `_b) x WHERE t >= $1)`
 }
 
 // allQueuesRows are the rows of every queue together (queengo.AllQueuesID):

@@ -97,3 +97,39 @@ SELECT timestamptz '1990-01-01' + make_interval(secs => g), $1, '{}' FROM genera
 		t.Fatal(err)
 	}
 }
+
+// A tick reads the newest process row of every other instance since
+// OthersSince and adds up their counters (queen_cluster_*): its own rows,
+// older rows of the others and instances not seen since are left out; the
+// dead letters are the requests' and eviction's.
+func TestWriteSamples_AddsUpTheOtherInstances(t *testing.T) {
+	bb := setup(t)
+	db := bb.conn(t)
+	ctx := context.Background()
+	a, b, c := "a-"+uuid.NewString()[:8], "b-"+uuid.NewString()[:8], "c-"+uuid.NewString()[:8]
+	base := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(time.Now().UnixNano() % int64(time.Hour)))
+	base = base.Truncate(time.Microsecond)
+	t.Cleanup(func() {
+		_, _ = db.Exec(context.Background(), `DELETE FROM queen.metrics_samples WHERE instance IN ($1, $2, $3)`, a, b, c)
+	})
+	write := func(instance string, at time.Time, process string) queengo.SampleResult {
+		t.Helper()
+		res, err := bb.s.WriteSamples(ctx, queengo.SampleWrite{At: at, Instance: instance, Process: []byte(process),
+			MinGap: time.Hour, Cutoff: time.Unix(0, 0), DeleteLimit: 10, OthersSince: at.Add(-time.Minute),
+			Queues: func(bool) []queengo.QueueSample { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	write(c, base.Add(-2*time.Minute), `{"pushRequests": 100}`)
+	write(b, base, `{"pushRequests": 5}`)
+	write(b, base.Add(time.Second), `{"pushRequests": 6, "popRequests": 2, "ackRequests": 3, "transactions": 1,
+ "pushMessages": 9, "popMessages": 7, "ackItems": 4, "ackFailed": 1, "dbErrors": 1, "deadLettered": 2, "evictedMessages": 3}`)
+	got := write(a, base.Add(2*time.Second), `{"pushRequests": 1000}`).Others
+	want := queengo.ClusterTotals{PushRequests: 6, PopRequests: 2, AckRequests: 3, Transactions: 1, PushMessages: 9,
+		PopMessages: 7, AckMessages: 4, AckFailed: 1, DBErrors: 1, DeadLettered: 5, Processes: 1}
+	if got != want {
+		t.Fatalf("the others: %+v, want b's newest row: %+v", got, want)
+	}
+}

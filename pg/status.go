@@ -141,7 +141,8 @@ SELECT page.id, page.name, page.created_at, page.last_write_at, f.head, f.retain
        f.processing, f.completed, f.failed, f.offset_lag, f.consumed, f.leases, f.oldest_unconsumed_at, f.last_consumed_at,
        (SELECT s.created_at FROM queen.segments s WHERE s.partition_id = page.id ORDER BY s.first_offset LIMIT 1),
        (SELECT s.created_at FROM queen.segments s WHERE s.partition_id = page.id ORDER BY s.first_offset DESC LIMIT 1),
-       f.dead_letters
+       f.dead_letters,
+       (SELECT coalesce(sum(c.batches_consumed), 0)::bigint FROM queen.cursors c WHERE c.partition_id = page.id)
   FROM page JOIN queen.status_partitions(ARRAY[$1::uuid]) f ON f.partition_id = page.id
  ORDER BY page.name`, d.Queue.ID, limit, offset)
 		if err != nil {
@@ -152,7 +153,7 @@ SELECT page.id, page.name, page.created_at, page.last_write_at, f.head, f.retain
 			var lw, oldest, last, first, newest pgtype.Timestamptz
 			err := r.Scan(&p.ID, &p.Name, &p.CreatedAt, &lw, &p.Head, &p.Retained, &p.Groups, &p.Pending,
 				&p.Processing, &p.Completed, &p.Failed, &p.OffsetLag, &p.Consumed, &p.Leases, &oldest, &last, &first, &newest,
-				&p.DeadLetters)
+				&p.DeadLetters, &p.BatchesConsumed)
 			p.LastWriteAt, p.OldestUnconsumedAt, p.LastConsumedAt = lw.Time, oldest.Time, last.Time
 			p.OldestMessageAt, p.NewestMessageAt = first.Time, newest.Time
 			return p, err

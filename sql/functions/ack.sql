@@ -130,6 +130,7 @@ DECLARE
     v_dead      bigint[];
     v_not_bef   timestamptz;
     v_moved     bigint;
+    v_batches   integer; -- leases the items ended resolved
     v_dirty     boolean := false;
     -- Every cursor that changed; u_ack_k/u_ack_off hold their acked arrays
     -- flattened (cursor number, offset).
@@ -141,6 +142,7 @@ DECLARE
     u_expires   timestamptz[] := '{}';
     u_not_bef   timestamptz[] := '{}';
     u_moved     bigint[] := '{}';
+    u_batches   integer[] := '{}';
     u_ack_k     integer[] := '{}';
     u_ack_off   bigint[] := '{}';
     v_fails     integer;
@@ -214,6 +216,7 @@ BEGIN
                    not_before = CASE WHEN c.committed + per.moved >= c.lease_end THEN NULL ELSE c.not_before END,
                    acked = ARRAY(SELECT o FROM unnest(per.rest) AS o ORDER BY o),
                    total_consumed = c.total_consumed + per.moved,
+                   batches_consumed = c.batches_consumed + CASE WHEN c.committed + per.moved >= c.lease_end THEN 1 ELSE 0 END,
                    last_consumed_at = CASE WHEN per.moved > 0 THEN now() ELSE c.last_consumed_at END
               FROM per
              WHERE (SELECT v.ok FROM verdict v) AND c.partition_id = per.part AND c.consumer_group = per.grp
@@ -273,10 +276,10 @@ BEGIN
                 k := cardinality(u_part) + 1;
                 u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
                 u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
-                u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved;
+                u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved; u_batches := u_batches || v_batches;
                 u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
             END IF;
-            v_part := t.part; v_grp := t.grp; v_dirty := false; v_moved := 0;
+            v_part := t.part; v_grp := t.grp; v_dirty := false; v_moved := 0; v_batches := 0;
             WHILE v_have AND (c.partition_id, c.consumer_group) < (v_part, v_grp) LOOP
                 FETCH cur INTO c;
                 v_have := FOUND;
@@ -334,6 +337,9 @@ BEGIN
         IF v_status IN ('failed', 'retry') OR v_committed >= v_end THEN
             -- The lease ends: the whole span is resolved, or a failure or
             -- retry hands the unresolved rest back for redelivery.
+            IF v_committed >= v_end THEN
+                v_batches := v_batches + 1;
+            END IF;
             v_acked := '{}'; v_lease := NULL; v_end := NULL; v_expires := NULL;
             v_not_bef := CASE WHEN v_status = 'failed' AND t.retry_delay > 0
                               THEN v_now + make_interval(secs => t.retry_delay / 1000.0) END;
@@ -347,19 +353,20 @@ BEGIN
         k := cardinality(u_part) + 1;
         u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
         u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
-        u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved;
+        u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved; u_batches := u_batches || v_batches;
         u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
     END IF;
 
     UPDATE queen.cursors c
        SET committed = u.committed, lease_id = u.lease, lease_end = u.lease_end, lease_expires_at = u.expires,
            not_before = u.not_before, total_consumed = c.total_consumed + u.moved,
+           batches_consumed = c.batches_consumed + u.batches,
            last_consumed_at = CASE WHEN u.moved > 0 THEN v_now ELSE c.last_consumed_at END,
            acked = CASE WHEN u.k = ANY (u_ack_k)
                         THEN ARRAY(SELECT a.off FROM unnest(u_ack_k, u_ack_off) AS a(k, off) WHERE a.k = u.k)
                         ELSE '{}' END
-      FROM unnest(u_part, u_grp, u_committed, u_lease, u_end, u_expires, u_not_bef, u_moved)
-               WITH ORDINALITY AS u(part, grp, committed, lease, lease_end, expires, not_before, moved, k)
+      FROM unnest(u_part, u_grp, u_committed, u_lease, u_end, u_expires, u_not_bef, u_moved, u_batches)
+               WITH ORDINALITY AS u(part, grp, committed, lease, lease_end, expires, not_before, moved, batches, k)
      WHERE c.partition_id = u.part AND c.consumer_group = u.grp;
 END;
 $$;
@@ -445,6 +452,7 @@ BEGIN
                lease_expires_at = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.lease_expires_at END,
                not_before = CASE WHEN f.last >= f.lease_end THEN NULL ELSE c.not_before END,
                total_consumed = c.total_consumed + (f.last - c.committed),
+               batches_consumed = c.batches_consumed + CASE WHEN f.last >= f.lease_end THEN 1 ELSE 0 END,
                last_consumed_at = now()
           FROM fit f
           JOIN queen.partitions p ON p.id = f.partition_id

@@ -375,6 +375,7 @@ BEGIN
                             ELSE ARRAY(SELECT o FROM unnest(s.tomb) AS o
                                         WHERE o > s.committed + s.lead AND o <= s.committed + s.take) END,
                total_consumed = c.total_consumed + CASE WHEN p_auto_acks[s.claim_no] THEN s.take ELSE 0 END,
+               batches_consumed = c.batches_consumed + CASE WHEN p_auto_acks[s.claim_no] AND s.take > s.lead THEN 1 ELSE 0 END,
                last_consumed_at = now()
           FROM spans s
          WHERE c.partition_id = s.pid AND c.consumer_group = p_group COLLATE "C" -- see claimable

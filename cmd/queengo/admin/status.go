@@ -25,6 +25,12 @@ type StatusStore interface {
 	WorkerSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 	RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	SystemMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	WorkerMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueLag(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueOps(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	QueueParkedReplicas(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
+	RetentionTimeseries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error)
 }
 
 // The status and analytics door: reads only, so nothing is told to the
@@ -107,4 +113,40 @@ func (a *Admin) ParkedSeries(ctx context.Context, q queengo.SeriesQuery) (queeng
 // RetentionSeries is what the data lifecycle removed, per bucket.
 func (a *Admin) RetentionSeries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
 	return a.store.RetentionSeries(ctx, q)
+}
+
+// The analytics routes in the reference dashboard's shapes
+// (docs/api-admin.md "The analytics routes").
+
+// SystemMetrics is each broker instance's CPU, memory and pool per bucket.
+func (a *Admin) SystemMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.SystemMetrics(ctx, q)
+}
+
+// WorkerMetrics is the instances' requests and messages per bucket, each
+// instance's last minutes and each queue's pops over the window.
+func (a *Admin) WorkerMetrics(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.WorkerMetrics(ctx, q)
+}
+
+// QueueLag is each queue's pops and time lag per bucket, newest first.
+func (a *Admin) QueueLag(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.QueueLag(ctx, q)
+}
+
+// QueueOps is each queue's throughput, lag, partitions and parked pops per
+// bucket.
+func (a *Admin) QueueOps(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.QueueOps(ctx, q)
+}
+
+// QueueParkedReplicas is the parked long polls per queue and instance per
+// bucket.
+func (a *Admin) QueueParkedReplicas(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.QueueParkedReplicas(ctx, q)
+}
+
+// RetentionTimeseries is what retention and eviction removed per bucket.
+func (a *Admin) RetentionTimeseries(ctx context.Context, q queengo.SeriesQuery) (queengo.Series, error) {
+	return a.store.RetentionTimeseries(ctx, q)
 }

@@ -140,7 +140,7 @@ func (a *App) Start(ln net.Listener) error {
 		Retention: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
 		Instance:  net.JoinHostPort(host, port), Hostname: host, Requests: a.srv.RequestCounts,
 		Parked: a.broker.ParkedByQueue, ParkedTotal: a.broker.ParkedTotal, Lifecycle: a.retention,
-		Metrics: a.metrics},
+		Metrics: a.metrics, Backoff: a.broker.BackoffStats},
 		store, log)
 	d.collector = a.collector
 	a.collector.Start()

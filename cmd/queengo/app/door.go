@@ -44,5 +44,12 @@ func (d *door) BufferStats() queengo.BufferStats { return d.buffer.Stats() }
 // before its first tick.
 func (d *door) MetricsSnapshot() *queengo.MetricsSnapshot { return d.collector.Snapshot() }
 
+// ClusterTotals are the request and message counts of every broker process
+// on the database, as the collector knows them.
+func (d *door) ClusterTotals() queengo.ClusterTotals { return d.collector.ClusterTotals() }
+
+// Instance names this process in the metrics samples (host:port).
+func (d *door) Instance() string { return d.collector.Instance() }
+
 // ProcessStats reads this process's CPU, memory and goroutines.
 func (d *door) ProcessStats() queengo.ProcessStats { return jobs.ReadProcess() }

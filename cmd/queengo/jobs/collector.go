@@ -49,6 +49,12 @@ const (
 	sampleDeleteBatch = 5_000
 	// rateWindow is the span the per-minute rates are taken over.
 	rateWindow = time.Minute
+	// othersWindowMin is the shortest window in which another process's
+	// newest row must lie for its counters to count in the cluster totals
+	// (the window is 3 intervals, at least this): a process that stopped
+	// leaves them after it, a live one that samples at another interval
+	// (up to a third of the window) stays in.
+	othersWindowMin = time.Minute
 )
 
 // CollectorConfig configures the metrics collector. Zero fields take the
@@ -69,6 +75,9 @@ type CollectorConfig struct {
 	// scopes' included (Broker.ParkedTotal); nil: none are recorded.
 	Parked      func() map[string]int64
 	ParkedTotal func() int64
+	// Backoff reads this process's long polls in back-off
+	// (Broker.BackoffStats); nil: none are recorded.
+	Backoff func() queengo.BackoffStats
 	// Lifecycle is the process's retention service, whose counters the
 	// process rows carry; nil: none.
 	Lifecycle *Retention
@@ -104,6 +113,8 @@ type Collector struct {
 
 	count  collectorCounters
 	latest atomic.Pointer[queengo.MetricsSnapshot]
+	// others are the other processes' counters as the last tick read them.
+	others atomic.Pointer[queengo.ClusterTotals]
 
 	// Only the loop touches these.
 	history []rateSample
@@ -233,7 +244,7 @@ func (c *Collector) tick(ctx context.Context) {
 	proc, _ := json.Marshal(c.processRow(parkedBy))
 	res, err := c.store.WriteSamples(ctx, queengo.SampleWrite{At: at, Instance: c.cfg.Instance, Process: proc,
 		Queues: queues, LastWritten: c.lastWritten, MinGap: c.cfg.Interval / 2, Cutoff: at.Add(-c.cfg.Retention),
-		DeleteLimit: sampleDeleteBatch})
+		DeleteLimit: sampleDeleteBatch, OthersSince: at.Add(-max(3*c.cfg.Interval, othersWindowMin))})
 	if err != nil {
 		if ctx.Err() == nil {
 			c.count.failures.Inc()
@@ -243,6 +254,7 @@ func (c *Collector) tick(ctx context.Context) {
 	}
 	c.count.ticks.Inc()
 	c.count.deleted.AddInt64(res.Deleted)
+	c.others.Store(&res.Others)
 	// A tick this process did not lead (another process wrote the queue
 	// rows within MinGap, or this one did: a slow tick makes the ticker's
 	// next fire come early) leaves the state of the last one it led: the
@@ -469,11 +481,50 @@ func (c *Collector) processRow(parkedBy map[string]int64) map[string]any {
 		for k, v := range map[string]uint64{"pushRequests": r.PushRequests, "pushMessages": r.PushMessages,
 			"pushDuplicates": r.PushDuplicates, "pushFailed": r.PushFailed, "popRequests": r.PopRequests,
 			"popMessages": r.PopMessages, "popEmpty": r.PopEmpty, "popErrors": r.PopErrors,
-			"ackRequests": r.AckRequests, "ackItems": r.AckItems, "ackFailed": r.AckFailed, "dbErrors": r.DBErrors} {
+			"ackRequests": r.AckRequests, "ackItems": r.AckItems, "ackFailed": r.AckFailed, "dbErrors": r.DBErrors,
+			"transactions": r.Transactions, "deadLettered": r.DeadLettered} {
 			row[k] = v
 		}
 	}
+	row["virtualBytes"] = p.VirtualBytes
+	if c.cfg.Backoff != nil {
+		b := c.cfg.Backoff()
+		row["backoffGroups"], row["backoffQueues"], row["backoffKeys"] = b.Groups, b.Queues, b.Keys
+		row["backoffAvgIntervalMs"] = b.AvgInterval.Milliseconds()
+	}
 	return row
+}
+
+// Instance names this process in the samples (CollectorConfig.Instance).
+func (c *Collector) Instance() string { return c.cfg.Instance }
+
+// ClusterTotals are the request and message counts of every broker process
+// on the database: the others' from their newest rows as the last tick read
+// them, this one's live (so its own requests count at once). Before the
+// first tick only this process counts.
+func (c *Collector) ClusterTotals() queengo.ClusterTotals {
+	var t queengo.ClusterTotals
+	if o := c.others.Load(); o != nil {
+		t = *o
+	}
+	t.Processes++
+	if c.cfg.Requests != nil {
+		r := c.cfg.Requests()
+		t.PushRequests += r.PushRequests
+		t.PopRequests += r.PopRequests
+		t.AckRequests += r.AckRequests
+		t.Transactions += r.Transactions
+		t.PushMessages += r.PushMessages
+		t.PopMessages += r.PopMessages
+		t.AckMessages += r.AckItems
+		t.AckFailed += r.AckFailed
+		t.DBErrors += r.DBErrors
+		t.DeadLettered += r.DeadLettered
+	}
+	if c.cfg.Lifecycle != nil {
+		t.DeadLettered += c.cfg.Lifecycle.counts().evicted
+	}
+	return t
 }
 
 // ReadProcess reads this process's CPU time (getrusage), resident and

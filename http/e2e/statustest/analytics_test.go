@@ -14,8 +14,9 @@ type seriesAnswer struct {
 	Series        []map[string]any
 }
 
-// Every series route answers {from, to, bucketSeconds, series}; the default
-// bucket is whole minutes, and the process series have this broker's rows.
+// With format=queengo every series route answers queengo's series, {from,
+// to, bucketSeconds, series}; the default bucket is whole minutes, and the
+// process series have this broker's rows.
 func TestAnalytics_SeriesShapes(t *testing.T) {
 	t.Parallel()
 	s := shared(t)
@@ -34,7 +35,7 @@ func TestAnalytics_SeriesShapes(t *testing.T) {
 			{"retention", []string{"timestamp", "droppedSegments", "droppedMessages", "evictedMessages", "removedPartitions"}, true},
 		} {
 			var r seriesAnswer
-			getJSON(t, s, "/api/v1/analytics/"+c.route+"?from="+from, &r)
+			getJSON(t, s, "/api/v1/analytics/"+c.route+"?format=queengo&from="+from, &r)
 			if r.From == "" || r.To == "" || r.BucketSeconds != 60 || r.Series == nil {
 				return errorf("%s: %+v", c.route, r)
 			}
@@ -60,7 +61,7 @@ func TestAnalytics_WorkerMetricsFilters(t *testing.T) {
 	from := since(10 * time.Minute)
 	var r seriesAnswer
 	waitFor(t, 10*time.Second, "worker points", func() error {
-		getJSON(t, s, "/api/v1/analytics/worker-metrics?from="+from, &r)
+		getJSON(t, s, "/api/v1/analytics/worker-metrics?format=queengo&from="+from, &r)
 		if len(r.Series) == 0 {
 			return errorf("no points")
 		}
@@ -68,7 +69,7 @@ func TestAnalytics_WorkerMetricsFilters(t *testing.T) {
 	})
 	id, _ := r.Series[0]["workerId"].(string)
 	host, _ := r.Series[0]["hostname"].(string)
-	getJSON(t, s, "/api/v1/analytics/worker-metrics"+e2e.Query("from", from, "workerId", id, "hostname", host), &r)
+	getJSON(t, s, "/api/v1/analytics/worker-metrics"+e2e.Query("format", "queengo", "from", from, "workerId", id, "hostname", host), &r)
 	for _, p := range r.Series {
 		if p["workerId"] != id {
 			t.Fatalf("workerId filter let %v through", p["workerId"])
@@ -77,7 +78,7 @@ func TestAnalytics_WorkerMetricsFilters(t *testing.T) {
 	if len(r.Series) == 0 {
 		t.Fatal("the worker's own id filtered everything out")
 	}
-	getJSON(t, s, "/api/v1/analytics/worker-metrics"+e2e.Query("from", from, "workerId", "nobody:1"), &r)
+	getJSON(t, s, "/api/v1/analytics/worker-metrics"+e2e.Query("format", "queengo", "from", from, "workerId", "nobody:1"), &r)
 	if len(r.Series) != 0 {
 		t.Fatalf("unknown worker: %v", r.Series)
 	}
@@ -92,7 +93,7 @@ func TestAnalytics_QueueLagOfABacklog(t *testing.T) {
 	s.PushN(t, q, "", 4)
 	waitFor(t, 10*time.Second, "lag sampled", func() error {
 		var r seriesAnswer
-		getJSON(t, s, "/api/v1/analytics/queue-lag"+e2e.Query("queue", q, "from", since(time.Minute), "bucketSeconds", "1"), &r)
+		getJSON(t, s, "/api/v1/analytics/queue-lag"+e2e.Query("format", "queengo", "queue", q, "from", since(time.Minute), "bucketSeconds", "1"), &r)
 		for _, p := range r.Series {
 			if p["offsetLag"] == float64(4) && p["pending"] == float64(4) && p["maxLagMs"].(float64) > 0 {
 				return nil
@@ -114,7 +115,7 @@ func TestAnalytics_ParkedReplicas(t *testing.T) {
 	go func() { _, _ = s.PopCtx(ctx, e2e.PopQueue(q, "wait", "true", "timeout", "30000")) }()
 	waitFor(t, 10*time.Second, "parked pop sampled", func() error {
 		var r seriesAnswer
-		getJSON(t, s, "/api/v1/analytics/queue-parked-replicas"+e2e.Query("queue", q, "from", since(time.Minute), "bucketSeconds", "1"), &r)
+		getJSON(t, s, "/api/v1/analytics/queue-parked-replicas"+e2e.Query("format", "queengo", "queue", q, "from", since(time.Minute), "bucketSeconds", "1"), &r)
 		for _, p := range r.Series {
 			if p["queue"] != q {
 				return errorf("queue filter let %v through", p["queue"])
@@ -159,7 +160,7 @@ func TestQueueOps_AllQueuesTogether(t *testing.T) {
 	s.PushN(t, e2e.Unique(t, "all"), "", 7)
 	waitFor(t, 10*time.Second, "the pushes in the series of every queue", func() error {
 		var r seriesAnswer
-		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("from", from, "bucketSeconds", "1"), &r)
+		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("format", "queengo", "from", from, "bucketSeconds", "1"), &r)
 		if got := seriesTotal(r.Series, "ingested"); got < 7 {
 			return errorf("ingested %v, want at least 7", got)
 		}

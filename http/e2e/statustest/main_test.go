@@ -18,6 +18,15 @@ func TestMain(m *testing.M) { e2e.Main(m, "statustest") }
 // fastSamples makes the collector sample every 200 ms.
 var fastSamples = []string{"METRICS_SAMPLE_INTERVAL_MS=200"}
 
+// ownBroker starts a broker on a database of the test's own (a second
+// collector on the package's database would share the shared broker's
+// leadership), with a small pool and env.
+func ownBroker(t *testing.T, prefix string, env ...string) *e2e.Server {
+	t.Helper()
+	db := e2e.CreateDB(t, prefix)
+	return e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: append([]string{"DB_POOL_SIZE=3"}, env...)})
+}
+
 func shared(t *testing.T) *e2e.Server {
 	t.Helper()
 	return e2e.Shared(t, fastSamples...)

@@ -26,7 +26,7 @@ func TestCollector_SamplesLandAndRatesFollowPushes(t *testing.T) {
 			BucketSeconds int
 			Series        []map[string]any
 		}
-		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("queue", q, "from", from, "bucketSeconds", "1"), &r)
+		getJSON(t, s, "/api/v1/analytics/queue-ops"+e2e.Query("format", "queengo", "queue", q, "from", from, "bucketSeconds", "1"), &r)
 		if r.BucketSeconds != 1 || r.From == "" || r.To == "" {
 			return errorf("%+v", r)
 		}
@@ -101,10 +101,13 @@ func TestPrometheus_QueenFamiliesPerQueue(t *testing.T) {
 		}
 		for _, name := range []string{"queengo_push_requests_total", "queen_uptime_seconds", "queen_cpu_user_microseconds_total",
 			"queen_process_resident_memory_bytes", "queen_db_pool_size", "queen_db_pool_idle", "queen_db_pool_active",
-			"queen_maintenance_mode_enabled", "queen_pop_maintenance_mode_enabled", "queen_dlq_depth"} {
+			"queen_maintenance_mode_enabled", "queen_pop_maintenance_mode_enabled"} {
 			if _, ok := e2e.PromValue(r.Body, name, ""); !ok {
 				return errorf("no %s", name)
 			}
+		}
+		if _, ok := e2e.PromValue(r.Body, "queen_dlq_depth", `scope="cluster"`); !ok {
+			return errorf("no queen_dlq_depth{scope=\"cluster\"}")
 		}
 		if v, _ := e2e.PromValue(r.Body, "queen_queue_push_messages_per_minute", label); v <= 0 {
 			return errorf("push rate %v", v)

@@ -80,8 +80,9 @@ func TestStatusRoutes_BadParametersAre400(t *testing.T) {
 		{"/api/v1/status/queues/" + q + "/messages?offset=10001", "offset"},
 		{"/api/v1/status/analytics?interval=week", "interval"},
 		{"/api/v1/status/analytics?interval=minute&from=2026-11-01T00:00:00Z&to=2026-11-30T00:00:00Z", "buckets"},
-		{"/api/v1/analytics/queue-ops?bucketSeconds=0", "bucketSeconds"},
-		{"/api/v1/analytics/queue-lag?bucketSeconds=1&from=" + since(2*time.Hour), "buckets"},
+		{"/api/v1/analytics/queue-ops?format=queengo&bucketSeconds=0", "bucketSeconds"},
+		{"/api/v1/analytics/queue-lag?format=queengo&bucketSeconds=1&from=" + since(2*time.Hour), "buckets"},
+		{"/api/v1/analytics/queue-ops?format=grafana", "format"},
 		{"/api/v1/analytics/system-metrics?from=" + since(40*24*time.Hour), "31 days"},
 		{"/api/v1/analytics/worker-metrics?workerId=%00", "workerId"},
 		{"/api/v1/analytics/queue-parked-replicas?queue=" + strings.Repeat("q", 300), "queue"},
@@ -284,5 +285,101 @@ func TestStatusQueue_FailedAckCountsAsFailed(t *testing.T) {
 	getJSON(t, s, "/api/v1/status/queues/"+q, &d)
 	if d.Totals["failed"] != float64(1) || d.Totals["pending"] != float64(2) || d.Totals["deadLetter"] != float64(0) {
 		t.Fatalf("totals %v, want failed 1, pending 2, deadLetter 0", d.Totals)
+	}
+}
+
+// GET /resources/overview: throughput.processedPerSecond is the messages
+// committed per second over the collector's last minute of samples: 0 on
+// an idle broker, above 0 once messages were consumed.
+func TestOverview_ProcessedPerSecondFollowsConsumption(t *testing.T) {
+	t.Parallel()
+	s := ownBroker(t, "processed", fastSamples...)
+	processed := func() (float64, error) {
+		var o map[string]any
+		getJSON(t, s, "/api/v1/resources/overview", &o)
+		v, ok := o["throughput"].(map[string]any)["processedPerSecond"].(float64)
+		if !ok {
+			return 0, errorf("processedPerSecond is %v", o["throughput"])
+		}
+		return v, nil
+	}
+	waitFor(t, 10*time.Second, "a figure on an idle broker", func() error {
+		if v, err := processed(); err != nil || v != 0 {
+			return errorf("%v %v", v, err)
+		}
+		return nil
+	})
+	q := e2e.Unique(t, "processed")
+	s.PushN(t, q, "", 30)
+	s.PopOK(t, e2e.PopQueue(q, "batch", "30", "autoAck", "true", "wait", "false"))
+	waitFor(t, 10*time.Second, "the consumption in the figure", func() error {
+		if v, err := processed(); err != nil || v <= 0 {
+			return errorf("%v %v", v, err)
+		}
+		return nil
+	})
+}
+
+// GET /status/queues/:queue: cursor.batchesConsumed counts the batches the
+// partition's groups consumed: a leased batch once its last message is
+// acked, an auto-acked one at once; a batch a failure hands back counts
+// nothing.
+func TestStatusQueue_BatchesConsumed(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	q := e2e.Unique(t, "batches")
+	s.PushN(t, q, "", 6)
+	batches := func() float64 {
+		var d struct {
+			Partitions []struct {
+				Cursor map[string]any `json:"cursor"`
+			} `json:"partitions"`
+		}
+		getJSON(t, s, "/api/v1/status/queues/"+q, &d)
+		v, ok := d.Partitions[0].Cursor["batchesConsumed"].(float64)
+		if !ok {
+			t.Fatalf("batchesConsumed is %v", d.Partitions[0].Cursor["batchesConsumed"])
+		}
+		return v
+	}
+	p := s.PopOK(t, e2e.PopQueue(q, "batch", "3", "consumerGroup", "g", "wait", "false"))
+	s.AckOK(t, p.Messages[0], "completed", "g")
+	s.AckOK(t, p.Messages[1], "completed", "g")
+	if n := batches(); n != 0 {
+		t.Fatalf("a batch two thirds acked: %v batches consumed", n)
+	}
+	s.AckOK(t, p.Messages[2], "completed", "g")
+	if n := batches(); n != 1 {
+		t.Fatalf("a batch acked: %v batches consumed, want 1", n)
+	}
+	s.PopOK(t, e2e.PopQueue(q, "batch", "2", "consumerGroup", "g", "autoAck", "true", "wait", "false"))
+	if n := batches(); n != 2 {
+		t.Fatalf("after an auto-acked batch: %v batches consumed, want 2", n)
+	}
+	p = s.PopOK(t, e2e.PopQueue(q, "batch", "1", "consumerGroup", "g", "wait", "false"))
+	s.AckOK(t, p.Messages[0], "failed", "g")
+	if n := batches(); n != 2 {
+		t.Fatalf("after a failed batch: %v batches consumed, want 2", n)
+	}
+}
+
+// GET /api/v1/system/shared-state: queengo has no cluster sync to enable;
+// its answer says so (enabled false, shared through PostgreSQL), names
+// this process as the reference's server_id does, and carries its
+// maintenance switches and the processes sampling on the database.
+func TestSharedState_DisabledStateSharedThroughPostgreSQL(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	var m map[string]any
+	getJSON(t, s, "/api/v1/system/shared-state", &m)
+	wantKeys(t, "shared-state", m, "enabled", "running", "transport", "reason", "server_id", "maintenance_mode",
+		"pop_maintenance_mode", "server_health")
+	id, _ := m["server_id"].(string)
+	if m["enabled"] != false || m["running"] != false || m["transport"] != "postgresql" ||
+		!strings.HasSuffix(id, ":"+portOf(t, s)) || m["maintenance_mode"] != false || m["pop_maintenance_mode"] != false {
+		t.Fatalf("shared-state %v", m)
+	}
+	if num(t, m, "server_health", "servers_alive") < 1 {
+		t.Fatalf("server_health %v", m["server_health"])
 	}
 }

@@ -15,7 +15,7 @@ export function Overview() {
       api('/api/v1/status'),
       api('/api/v1/dlq?limit=1'),
       api('/health').catch((e) => ({ status: 'unhealthy', database: e.message })),
-      api('/api/v1/analytics/queue-ops'),
+      api('/api/v1/analytics/queue-ops?format=queengo'),
       api('/api/v1/consumer-groups?limit=10000'),
       canAdmin ? api('/api/v1/system/maintenance') : null,
     ]);

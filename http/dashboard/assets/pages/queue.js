@@ -133,7 +133,7 @@ export function Queue({ name }) {
       api('/api/v1/resources/queues/' + enc(name)),
       api('/api/v1/status/queues/' + enc(name) + '?limit=1000'),
       api('/api/v1/consumer-groups?limit=10000'),
-      api('/api/v1/analytics/queue-lag' + qs({ queue: name })),
+      api('/api/v1/analytics/queue-lag' + qs({ queue: name, format: 'queengo' })),
       canAdmin ? api('/api/v1/system/maintenance/pop') : null,
     ]);
     const groups = allGroups.filter((g) => g.queueName === name);
