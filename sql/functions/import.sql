@@ -194,11 +194,14 @@ CREATE OR REPLACE FUNCTION queen.import_traces(p_ids uuid[], p_parts uuid[], p_t
                                                p_created timestamptz[], p_trace_of integer[], p_names text[])
 RETURNS integer
 LANGUAGE sql AS $$
-    WITH t AS (
-        SELECT u.*, coalesce((SELECT array_agg(n.name ORDER BY n.name COLLATE "C")
-                                FROM unnest(p_trace_of, p_names) AS n(k, name) WHERE n.k = u.k), '{}') AS names
+    WITH n AS (
+        SELECT n.k, array_agg(n.name ORDER BY n.name COLLATE "C") AS names
+          FROM unnest(p_trace_of, p_names) AS n(k, name) GROUP BY n.k
+    ), t AS (
+        SELECT u.*, coalesce(n.names, '{}') AS names
           FROM unnest(p_ids, p_parts, p_txids, p_groups, p_events, p_data, p_workers, p_created)
                WITH ORDINALITY AS u(id, part, txid, grp, ev, data, worker, created, k)
+          LEFT JOIN n ON n.k = u.k
     ), ins AS (
         INSERT INTO queen.traces (id, partition_id, transaction_id, consumer_group, event_type, data, worker_id, names,
                                   created_at)

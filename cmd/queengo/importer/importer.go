@@ -21,6 +21,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,6 +228,10 @@ func makePlan(ctx context.Context, src Source, dst Target, kind string, o *Optio
 		pl.byID[p.ID] = pp
 		pl.encrypted += p.Encrypted
 	}
+	// Queues come by name; their partitions by name too, for the table.
+	slices.SortFunc(pl.parts, func(a, b *partPlan) int {
+		return cmp.Or(cmp.Compare(a.queue.q.Name, b.queue.q.Name), cmp.Compare(a.p.Name, b.p.Name))
+	})
 	if (pl.encrypted > 0 || pl.sealing > 0) && !dst.CanSeal() {
 		return nil, usage("%s: queengo seals them with QUEEN_ENCRYPTION_KEY, which is not set", encryptedWhat(pl))
 	}
