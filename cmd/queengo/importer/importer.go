@@ -15,9 +15,11 @@
 //     and never writes a message twice;
 //  4. positions: every group's cursor, before the first message it had
 //     not consumed on Queen (a leased message is not consumed);
-//  5. durable subscriptions, dead letters, traces, the maintenance
-//     switches;
-//  6. verification: counts and positions, source against target.
+//  5. durable subscriptions, dead letters, traces;
+//  6. verification: counts and positions, source against target;
+//  7. only when it found no difference, the maintenance switches (a
+//     switch turned off here lets queengo's buffered pushes and its pops
+//     go on after the imported messages and positions).
 package importer
 
 import (
@@ -67,8 +69,6 @@ type Target interface {
 	ImportTraceStats(ctx context.Context, partitions []uuid.UUID) error
 	ImportedCursors(ctx context.Context, partitions []uuid.UUID) ([]pg.ImportedCursorAt, error)
 	ImportedCounts(ctx context.Context, partitions []uuid.UUID) (map[uuid.UUID]pg.QueenCounts, error)
-	PushMaintenance(ctx context.Context) (bool, error)
-	PopMaintenance(ctx context.Context) (bool, error)
 	SetPushMaintenance(ctx context.Context, on bool) error
 	SetPopMaintenance(ctx context.Context, on bool) error
 }

@@ -259,7 +259,9 @@ func TestRun_BadInput(t *testing.T) {
 }
 
 // TestRun_Differences: a cursor moved on queengo past where Queen has it
-// is kept (a run never moves one back), and the verification marks it.
+// is kept (a run never moves one back), and the verification marks it; the
+// maintenance switches are set as Queen's only by a run that verified
+// clean.
 func TestRun_Differences(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -267,15 +269,25 @@ func TestRun_Differences(t *testing.T) {
 	qid := b.q.Queue(t, "orders", "")
 	p := b.fill(t, qid, "p", 4, 4, time.Now().Add(-time.Hour))
 	b.q.Consumed(t, p, "g", uuid.Nil, "")
-	if _, err := b.run(ctx, Options{}); err != nil {
+	b.q.MustExec(t, `INSERT INTO queen.system_state (key, value) VALUES ('maintenance_mode', '{"enabled": true}')`)
+	if res, err := b.run(ctx, Options{}); err != nil || res.Switches == nil || !res.Switches.Push {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if on, err := b.dst.PushMaintenance(ctx); err != nil || !on {
+		t.Fatalf("push maintenance %v %v, want on as on Queen", on, err)
+	}
+	if err := b.dst.SetPushMaintenance(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.db.Exec(`UPDATE queen.cursors SET committed = 3`); err != nil {
 		t.Fatal(err)
 	}
 	res, err := b.run(ctx, Options{})
-	if !errors.Is(err, ErrDifferences) || res.Differences != 1 || res.CursorsKept != 1 {
+	if !errors.Is(err, ErrDifferences) || res.Differences != 1 || res.CursorsKept != 1 || res.Switches != nil {
 		t.Fatalf("%+v %v", res, err)
+	}
+	if on, err := b.dst.PushMaintenance(ctx); err != nil || on {
+		t.Fatalf("push maintenance %v %v after a run with differences, want off as the operator left it", on, err)
 	}
 	if !regexp.MustCompile(`position +orders +p +g +4 left, next p-1 +1 left, next p-4 +DIFF\n`).MatchString(b.out.String()) {
 		t.Fatalf("table:\n%s", b.out.String())

@@ -24,6 +24,9 @@ type Result struct {
 	// Cursors were written, CursorsKept left as queengo had them.
 	Cursors, CursorsKept               int
 	Subscriptions, DeadLetters, Traces int
+	// Switches are Queen's maintenance switches, set on queengo (nil: not
+	// set, the verification found differences).
+	Switches *pg.QueenSwitches
 	// Diverged lists the partitions left alone, and why.
 	Diverged []string
 	// Differences is how many rows of the verification differ.
@@ -79,7 +82,7 @@ func Run(ctx context.Context, src Source, dst Target, o Options, canOpen bool) (
 	}
 	r := &run{src: src, dst: dst, o: o, pl: pl, res: res, horizon: horizon}
 	for _, step := range []func(context.Context) error{r.queues, r.messages, r.positions, r.subscriptions,
-		r.deadLetters, r.traces, r.switches} {
+		r.deadLetters, r.traces} {
 		if err := step(ctx); err != nil {
 			res.Elapsed = time.Since(start)
 			return res, err
@@ -91,13 +94,20 @@ func Run(ctx context.Context, src Source, dst Target, o Options, canOpen bool) (
 		}
 	}
 	table, err := r.verify(ctx)
-	res.Elapsed = time.Since(start)
 	if err != nil {
+		res.Elapsed = time.Since(start)
 		return res, err
 	}
+	if res.Differences = table.differences(); res.Differences == 0 {
+		if err := r.switches(ctx); err != nil {
+			res.Elapsed = time.Since(start)
+			return res, err
+		}
+	}
+	res.Elapsed = time.Since(start)
 	writeSummary(o.Out, res)
 	table.write(o.Out)
-	if res.Differences = table.differences(); res.Differences > 0 {
+	if res.Differences > 0 {
 		return res, fmt.Errorf("%w: %d rows differ (marked DIFF)", ErrDifferences, res.Differences)
 	}
 	return res, nil
@@ -319,7 +329,11 @@ func (r *run) traces(ctx context.Context) error {
 	return r.dst.ImportTraceStats(ctx, parts)
 }
 
-// switches sets queengo's maintenance switches as Queen's are.
+// switches sets queengo's maintenance switches as Queen's are. It runs
+// last, and only after a clean verification: a switch turned off starts
+// what it held back (queengo's buffered pushes replay, its pops deliver),
+// which must come after the imported messages and positions; after
+// differences, queengo's switches stay as the operator left them.
 func (r *run) switches(ctx context.Context) error {
 	sw, err := r.src.Switches(ctx)
 	if err != nil {
@@ -328,5 +342,9 @@ func (r *run) switches(ctx context.Context) error {
 	if err := r.dst.SetPushMaintenance(ctx, sw.Push); err != nil {
 		return err
 	}
-	return r.dst.SetPopMaintenance(ctx, sw.Pop)
+	if err := r.dst.SetPopMaintenance(ctx, sw.Pop); err != nil {
+		return err
+	}
+	r.res.Switches = &sw
+	return nil
 }

@@ -348,8 +348,9 @@ func TestImport_BadInput(t *testing.T) {
 }
 
 // TestImport_Differences: a partition written on queengo since the import
-// is left alone by the next run (never mixed with Queen's messages), and
-// the verification marks it: exit 2.
+// is left alone by the next run (never mixed with Queen's messages), the
+// verification marks it (exit 2), and queengo's switches stay as they
+// were.
 func TestImport_Differences(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -365,5 +366,10 @@ func TestImport_Differences(t *testing.T) {
 	if res.code != 2 || !regexp.MustCompile(`messages +orders +p4 +- +2 to \S+ +2 to \S+ \(left alone: see above\) +DIFF`).MatchString(res.stdout) ||
 		!strings.Contains(res.stdout, "left alone: orders/p4") {
 		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	var maint struct{ MaintenanceMode bool }
+	s.Get(t, "/api/v1/system/maintenance").JSON(t, &maint)
+	if maint.MaintenanceMode {
+		t.Fatal("a run with differences set queengo's push maintenance as Queen's; it must leave the switches alone")
 	}
 }
