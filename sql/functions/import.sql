@@ -79,25 +79,6 @@ BEGIN
 END;
 $$;
 
--- import_tails returns, per partition of p_parts that exists, its head and
--- the place of its newest stored message in the reference's order (the
--- created_at of its last segment and the id of that segment's last frame:
--- the import keeps both), NULL when it stores none; and how many messages
--- it stores.
-CREATE OR REPLACE FUNCTION queen.import_tails(p_parts uuid[])
-RETURNS TABLE (partition_id uuid, queue_id uuid, name text, head bigint, last_at timestamptz, last_id uuid,
-               stored bigint)
-LANGUAGE sql STABLE AS $$
-    SELECT p.id, p.queue_id, p.name, p.head, s.created_at,
-           encode(substring(queen.frame_at(s.frames, s.ends, cardinality(s.ends) - 1) FROM 2 FOR 16), 'hex')::uuid,
-           coalesce((SELECT sum(x.last_offset - x.first_offset + 1) FROM queen.segments x
-                      WHERE x.partition_id = p.id), 0)::bigint
-      FROM queen.partitions p
-      LEFT JOIN LATERAL (SELECT l.created_at, l.frames, l.ends FROM queen.segments l
-                          WHERE l.partition_id = p.id ORDER BY l.first_offset DESC LIMIT 1) s ON true
-     WHERE p.id = ANY (p_parts)
-$$;
-
 -- import_cursors sets the cursor of group p_groups[i] on partition
 -- p_parts[i] before the message whose transaction id is p_next[i], the
 -- first one the group has not consumed on Queen: committed is that

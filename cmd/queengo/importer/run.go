@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ func Run(ctx context.Context, src Source, dst Target, o Options, canOpen bool) (
 	if o.Progress == nil {
 		o.Progress = silent{}
 	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
 	kind, err := dst.DatabaseKind(ctx)
 	if err != nil {
 		return nil, err
@@ -75,10 +79,11 @@ func Run(ctx context.Context, src Source, dst Target, o Options, canOpen bool) (
 		res.Elapsed = time.Since(start)
 		return res, nil
 	}
-	if kind != "queengo" {
-		if _, err := dst.Migrate(ctx); err != nil {
-			return nil, err
-		}
+	// Also on a queengo database: one an older build migrated lacks the
+	// import's functions (the broker applies the function files at every
+	// start, as this does).
+	if _, err := dst.Migrate(ctx); err != nil {
+		return nil, err
 	}
 	r := &run{src: src, dst: dst, o: o, pl: pl, res: res, horizon: horizon}
 	for _, step := range []func(context.Context) error{r.queues, r.messages, r.positions, r.subscriptions,
