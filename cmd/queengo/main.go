@@ -3,7 +3,8 @@
 // comes from the environment variables of the reference Queen server, and
 // flags override them (`queengo -h` lists them). The operator's commands
 // (`queengo queues`, `tail`, `push`, ...: package cli) talk to a running
-// broker over HTTP.
+// broker over HTTP. `queengo import queen` copies a reference Queen
+// server's database into queengo's (package importer).
 package main
 
 import (
@@ -22,11 +23,16 @@ import (
 
 	"github.com/queengo/queengo/cmd/queengo/app"
 	"github.com/queengo/queengo/cmd/queengo/cli"
+	"github.com/queengo/queengo/cmd/queengo/importer"
+	"golang.org/x/term"
 )
 
 func main() {
 	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
 		os.Exit(cli.Main(os.Args[1:], cli.OSEnv()))
+	}
+	if len(os.Args) > 1 && importer.IsCommand(os.Args[1]) {
+		os.Exit(importer.Main(os.Args[2:], importer.OSEnv(term.IsTerminal(int(os.Stderr.Fd())))))
 	}
 	cfg, err := app.LoadConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
