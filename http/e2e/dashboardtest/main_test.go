@@ -56,8 +56,13 @@ type bundle struct {
 // exceptions and console errors fail the test.
 func setup(t *testing.T, env ...string) *bundle {
 	t.Helper()
-	db := e2e.CreateDB(t, "dash")
-	b := &bundle{s: e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Env: env, Attempts: 2}),
+	return setupOn(t, e2e.CreateDB(t, "dash").URL, env...)
+}
+
+// setupOn is setup with a broker on the database at dbURL.
+func setupOn(t *testing.T, dbURL string, env ...string) *bundle {
+	t.Helper()
+	b := &bundle{s: e2e.StartWith(t, e2e.StartOpts{DatabaseURL: dbURL, Env: env, Attempts: 2}),
 		listening: make(chan struct{})}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
