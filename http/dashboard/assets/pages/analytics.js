@@ -8,12 +8,18 @@ import { useState } from 'preact/hooks';
 import { api, qs } from '../lib/api.js';
 import { Chart, pivotOf, seriesOf, sumByTime } from '../lib/chart.js';
 import { fmtAge, fmtBytes, fmtInt, fmtRate, fmtTime } from '../lib/format.js';
-import { html, usePoll } from '../lib/ui.js';
+import { html, REFRESH_MS, usePoll } from '../lib/ui.js';
 import { Failure, Stat } from '../lib/widgets.js';
 
 // RANGES are the windows offered, in seconds; the API cuts each into about
 // 60 buckets of whole minutes (the first ones into minutes).
 const RANGES = [['15 min', 900], ['1 h', 3600], ['6 h', 21600], ['24 h', 86400], ['7 d', 604800]];
+
+// refreshOf is how often a range is read again (ms): a read costs the
+// samples of the whole range (every busy queue's), and a new bucket comes
+// only every range/60, so a longer range is read less often: every 5 s
+// at 15 min, 10 s at an hour, 4 min at a day, 28 min at a week.
+const refreshOf = (range) => Math.max(REFRESH_MS, (range * 1000) / 360);
 
 // newDeadLetters is, per point of a queue series, the growth of its
 // dead-letter count since the point before, per minute: the messages
@@ -59,7 +65,7 @@ export function Analytics() {
       api('/api/v1/analytics/worker-metrics' + qs(mine)),
     ]);
     return { queues, ops, parked, dlq, rows: perQueue(refOps), system, workers };
-  }, [range, queue]);
+  }, [range, queue], refreshOf(range));
   const controls = html`<div class="filters" data-test="an-controls">
     <div class="segmented" role="group" aria-label="Range">${RANGES.map(([label, sec]) => html`<button type="button"
       class=${sec === range ? 'active' : ''} aria-pressed=${sec === range} data-range=${sec} onClick=${() => setRange(sec)}>${label}</button>`)}</div>
