@@ -216,6 +216,8 @@ func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 			t.Fatalf("the API gives workers a lag of %d after the seek, want 15", got)
 		}
 		b.waitCount(t, `[data-test=confirm]`, 0)
+		// The seek's notice stays 4 s: the next pages' shots go without it.
+		b.waitCount(t, `[data-test=notice]`, 0)
 	})
 
 	t.Run("groups", func(t *testing.T) {
