@@ -49,6 +49,7 @@ var specLevels = map[string]level{
 	"GET /api/v1/system/maintenance/pop":                 levelAdmin,
 	"POST /api/v1/system/maintenance/pop":                levelAdmin,
 	"GET /api/v1/system/shared-state":                    levelAdmin,
+	"GET /api/v1/system/config":                          levelAdmin,
 
 	"GET /api/v1/consumer-groups":                                                     levelReadOnly,
 	"GET /api/v1/consumer-groups/lagging":                                             levelReadOnly,

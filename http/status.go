@@ -36,6 +36,8 @@ type StatusAdmin interface {
 	Instance() string
 	PopMaintenanceOn() bool
 	ProcessStats() queengo.ProcessStats
+	// Settings is the configuration of this process, secrets hidden.
+	Settings() []queengo.Setting
 }
 
 // statusRoutes are the status and analytics routes (docs/api-admin.md "Status, analytics and metrics") of the route table.
@@ -55,6 +57,9 @@ func (s *Server) statusRoutes() []route {
 		{fasthttp.MethodGet, "/api/v1/analytics/queue-parked-replicas", levelReadOnly, s.handleParkedReplicas},
 		{fasthttp.MethodGet, "/api/v1/analytics/retention", levelReadOnly, s.handleRetentionAnalytics},
 		{fasthttp.MethodGet, "/api/v1/system/shared-state", levelAdmin, s.handleSharedState},
+		// The configuration names the database and the auth setup: admin,
+		// as the other /system routes.
+		{fasthttp.MethodGet, "/api/v1/system/config", levelAdmin, s.handleSystemConfig},
 	}
 }
 
@@ -68,6 +73,14 @@ func (s *Server) handleSharedState(ctx *fasthttp.RequestCtx) {
 		"server_id": s.broker.Instance(), "maintenance_mode": s.broker.PushMaintenanceOn(),
 		"pop_maintenance_mode": s.broker.PopMaintenanceOn(),
 		"server_health":        map[string]any{"servers_alive": s.broker.ClusterTotals().Processes}})
+}
+
+// handleSystemConfig answers the configuration this process runs with
+// (docs/api-admin.md "GET /api/v1/system/config"): each process its own,
+// so it names itself.
+func (s *Server) handleSystemConfig(ctx *fasthttp.RequestCtx) {
+	s.writeJSONValue(ctx, map[string]any{"instance": s.broker.Instance(), "version": s.cfg.Version,
+		"settings": s.broker.Settings()})
 }
 
 // The bounds of the status routes' parameters (docs/api-admin.md "Status,

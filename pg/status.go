@@ -270,13 +270,14 @@ func (s *Store) QueueMessages(ctx context.Context, name string, limit, offset in
 }
 
 // PostgresStats reads the live statistics of the current database as JSON:
-// pg_stat_database's row, connections by state, the database size, the
+// the server's version, pg_stat_database's row, connections by state, the database size, the
 // sizes of the queen.* tables and the cache hit ratio.
 func (s *Store) PostgresStats(ctx context.Context) (queengo.PostgresStats, error) {
 	var out []byte
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, `SELECT jsonb_build_object(
   'database', current_database(),
+  'serverVersion', current_setting('server_version'),
   'databaseSizeBytes', pg_database_size(current_database()),
   'stats', (SELECT jsonb_build_object('numBackends', d.numbackends, 'xactCommit', d.xact_commit,
              'xactRollback', d.xact_rollback, 'blksRead', d.blks_read, 'blksHit', d.blks_hit,

@@ -143,6 +143,7 @@ func (a *App) Start(ln net.Listener) error {
 		Metrics: a.metrics, Backoff: a.broker.BackoffStats},
 		store, log)
 	d.collector = a.collector
+	d.cfg = cfg
 	a.collector.Start()
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.srv.Serve(ln) }()

@@ -18,6 +18,7 @@ type door struct {
 	*admin.Admin
 	buffer    *pushbuffer.Buffer
 	collector *jobs.Collector
+	cfg       *Config
 }
 
 // Push goes through the push buffer, which stores it through the actor
@@ -53,3 +54,6 @@ func (d *door) Instance() string { return d.collector.Instance() }
 
 // ProcessStats reads this process's CPU, memory and goroutines.
 func (d *door) ProcessStats() queengo.ProcessStats { return jobs.ReadProcess() }
+
+// Settings is the configuration this process runs with, secrets hidden.
+func (d *door) Settings() []queengo.Setting { return d.cfg.Settings() }

@@ -1,5 +1,6 @@
 // The queengo dashboard: one page, hash-routed (#/, #/queues, #/queues/NAME,
-// #/groups, #/message/PARTITION/TXID), that reads only the public HTTP API
+// #/groups, #/message/PARTITION/TXID, #/traces, #/traces/NAME, #/analytics,
+// #/system), that reads only the public HTTP API
 // (docs/api.md) with the token the user gives it. Preact renders, htm
 // stands in for JSX (no build step), uPlot draws the charts. This module is
 // the shell: the access check, the header and the router. pages/ holds one
@@ -9,12 +10,15 @@ import { useState, useEffect, useCallback } from 'preact/hooks';
 import { hasToken, onUnauthorized, probeAccess, setToken } from './lib/api.js';
 import { html, REFRESH_MS, UI } from './lib/ui.js';
 import { ConfirmDialog, Failure } from './lib/widgets.js';
+import { Analytics } from './pages/analytics.js';
 import { Groups } from './pages/groups.js';
 import { Message, MessageLookup } from './pages/message.js';
 import { Overview } from './pages/overview.js';
 import { Queue } from './pages/queue.js';
 import { Queues } from './pages/queues.js';
+import { System } from './pages/system.js';
 import { TokenForm } from './pages/token.js';
+import { Trace, Traces } from './pages/traces.js';
 
 function useRoute() {
   const [hash, setHash] = useState(location.hash);
@@ -27,7 +31,7 @@ function useRoute() {
   return parts;
 }
 
-const NAV = [['', 'Overview'], ['queues', 'Queues'], ['groups', 'Consumer groups'], ['message', 'Message']];
+const NAV = [['', 'Overview'], ['queues', 'Queues'], ['groups', 'Consumer groups'], ['message', 'Message'], ['traces', 'Traces'], ['analytics', 'Analytics'], ['system', 'System']];
 
 function App() {
   const route = useRoute();
@@ -69,6 +73,10 @@ function App() {
   else if (page === 'groups') body = html`<${Groups} />`;
   else if (page === 'message' && args.length === 2) body = html`<${Message} key=${args.join('/')} pid=${args[0]} tx=${args[1]} />`;
   else if (page === 'message') body = html`<${MessageLookup} />`;
+  else if (page === 'traces' && args[0]) body = html`<${Trace} key=${args[0]} name=${args[0]} />`;
+  else if (page === 'traces') body = html`<${Traces} />`;
+  else if (page === 'analytics') body = html`<${Analytics} />`;
+  else if (page === 'system') body = html`<${System} />`;
   else body = html`<p class="error">No such page. <a href="#/">Overview</a></p>`;
   const badge = { open: 'no auth', admin: 'admin', limited: 'read-only / read-write', unknown: 'broker unreachable' }[auth.access];
   return html`<${UI.Provider} value=${ui}>

@@ -216,6 +216,8 @@ func TestDashboard_PagesShowTheAPIFigures(t *testing.T) {
 			t.Fatalf("the API gives workers a lag of %d after the seek, want 15", got)
 		}
 		b.waitCount(t, `[data-test=confirm]`, 0)
+		// The seek's notice stays 4 s: the next pages' shots go without it.
+		b.waitCount(t, `[data-test=notice]`, 0)
 	})
 
 	t.Run("groups", func(t *testing.T) {
@@ -304,7 +306,7 @@ func TestDashboard_AsksForAToken(t *testing.T) {
 	b := setup(t, "JWT_ENABLED=true", "JWT_SECRET="+secret)
 	admin := b.s.WithClient(&http.Client{Timeout: 30 * time.Second, Transport: bearer{token(t, "admin")}})
 	admin.Configure(t, "jobs", nil)
-	admin.PushN(t, "jobs", "", 2)
+	pushed := admin.PushN(t, "jobs", "", 2)
 	if r := b.s.Get(t, "/api/v1/resources/overview"); r.Status != 401 {
 		t.Fatalf("the API without a token: %d, want 401", r.Status)
 	}
@@ -330,12 +332,24 @@ func TestDashboard_AsksForAToken(t *testing.T) {
 	if n := b.count(t, `[data-test=queue-admin]`); n != 0 {
 		t.Fatalf("a read-only token sees the admin actions")
 	}
+	b.open(t, "/message/"+pushed[0].PartitionID+"/"+pushed[0].Tx)
+	b.waitText(t, `[data-test=msg-tx]`, pushed[0].Tx)
+	if n := b.count(t, `[data-test=msg-admin]`); n != 0 {
+		t.Fatalf("a read-only token sees the message's admin actions")
+	}
+	b.open(t, "/system")
+	b.waitText(t, `[data-test=sys-db]`, "healthy")
+	b.waitCount(t, `[data-test=config-admin-only]`, 1)
+	b.waitText(t, `[data-test=sys-pop-maintenance]`, "admin only")
 
 	b.click(t, `[data-test=sign-out]`)
 	signIn(token(t, "admin"))
 	b.waitText(t, `[data-test=access]`, "admin")
+	b.open(t, "/queues/jobs")
 	b.waitCount(t, `[data-test=queue-admin]`, 1)
 	b.waitText(t, `[data-test=q-messages]`, "2")
+	b.open(t, "/system")
+	b.waitCount(t, `[data-test=config-table]`, 1)
 }
 
 // The page and its files are served from the binary with their types, a

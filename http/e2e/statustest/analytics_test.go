@@ -134,8 +134,12 @@ func TestAnalytics_PostgresStats(t *testing.T) {
 	s := shared(t)
 	var m map[string]any
 	getJSON(t, s, "/api/v1/analytics/postgres-stats", &m)
-	wantKeys(t, "postgres stats", m, "database", "databaseSizeBytes", "stats", "cacheHitRatio", "connections", "tables")
-	if m["database"] != e2e.DB.Name || num(t, m, "databaseSizeBytes") <= 0 {
+	wantKeys(t, "postgres stats", m, "database", "serverVersion", "databaseSizeBytes", "stats", "cacheHitRatio", "connections", "tables")
+	var version string
+	if err := e2e.DB.QueryRow("SHOW server_version", nil, &version); err != nil {
+		t.Fatal(err)
+	}
+	if m["database"] != e2e.DB.Name || m["serverVersion"] != version || num(t, m, "databaseSizeBytes") <= 0 {
 		t.Fatalf("postgres stats %v", m)
 	}
 	tables := m["tables"].([]any)

@@ -13,6 +13,29 @@ export function seriesOf(points, fields) {
   return cols;
 }
 
+// sumByTime adds up, per timestamp, the fields of points of several keys
+// (a queue's, an instance's): one point per timestamp, oldest first.
+export function sumByTime(points, fields) {
+  const by = new Map();
+  for (const p of points) {
+    const s = by.get(p.timestamp) || by.set(p.timestamp, { timestamp: p.timestamp }).get(p.timestamp);
+    for (const f of fields) s[f] = (s[f] || 0) + (p[f] || 0);
+  }
+  return [...by.values()].sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1));
+}
+
+// pivotOf turns points of several keys (one per key and timestamp, as the
+// per-instance series are) into uPlot's columns, one per key, of value(p)
+// (null where a key has no point), and the keys as labels.
+export function pivotOf(points, keyOf, value) {
+  const keys = [...new Set(points.map(keyOf))].sort();
+  const times = [...new Set(points.map((p) => p.timestamp))].sort();
+  const at = new Map(times.map((t, i) => [t, i]));
+  const cols = keys.map(() => times.map(() => null));
+  for (const p of points) cols[keys.indexOf(keyOf(p))][at.get(p.timestamp)] = value(p);
+  return { labels: keys, data: [times.map((t) => Date.parse(t) / 1000), ...cols] };
+}
+
 const COLORS = ['#2563eb', '#16a34a', '#dc2626', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
 
 // Chart draws time series with uPlot: data is [seconds[], ...values[]],

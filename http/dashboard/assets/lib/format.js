@@ -10,6 +10,14 @@ export function fmtAge(sec) {
   if (sec < 86400) return Math.floor(sec / 3600) + ' h ' + Math.floor((sec % 3600) / 60) + ' min';
   return Math.floor(sec / 86400) + ' d ' + Math.floor((sec % 86400) / 3600) + ' h';
 }
+// fmtDuration is a span of milliseconds: ms under a second, seconds with
+// milliseconds under a minute, fmtAge's form past that.
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined) return '–';
+  if (ms < 1000) return Math.round(ms) + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(3) + ' s';
+  return fmtAge(ms / 1000);
+}
 export function fmtTime(iso) {
   if (!iso) return '–';
   const d = new Date(iso);

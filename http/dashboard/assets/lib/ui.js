@@ -15,10 +15,11 @@ export const REFRESH_MS = 5000;
 // allowed, the confirmation dialog and the notices.
 export const UI = createContext(null);
 
-// usePoll runs load now and then every REFRESH_MS while live refresh is on,
-// skipping the reads while the tab is hidden, and keeps the last data
-// through a failed read. reload reads again at once.
-export function usePoll(load, deps) {
+// usePoll runs load now and then every `every` ms (REFRESH_MS unless
+// given) while live refresh is on, skipping the reads while the tab is
+// hidden, and keeps the last data through a failed read. reload reads
+// again at once.
+export function usePoll(load, deps, every = REFRESH_MS) {
   const { live } = useContext(UI);
   const [state, setState] = useState({ data: null, error: null });
   const [n, setN] = useState(0);
@@ -36,14 +37,14 @@ export function usePoll(load, deps) {
           if (!stopped) setState((s) => ({ data: s.data, error: e }));
         }
       }
-      if (!stopped && live) timer = setTimeout(run, REFRESH_MS);
+      if (!stopped && live) timer = setTimeout(run, every);
     };
     run();
     return () => {
       stopped = true;
       clearTimeout(timer);
     };
-  }, [...deps, n, live]);
+  }, [...deps, n, live, every]);
   return [state, useCallback(() => setN((x) => x + 1), [])];
 }
 

@@ -19,13 +19,17 @@ function localInput(d) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
-function QueueAdmin({ queue, groups, maintenance, after }) {
+function QueueAdmin({ queue, groups, partitions, maintenance, after }) {
   const { ask } = useContext(UI);
   const [group, setGroup] = useState(groups[0] || '');
+  const [partition, setPartition] = useState(partitions[0] || '');
   const [when, setWhen] = useState(() => localInput(new Date(Date.now() - 3600e3)));
   useEffect(() => {
     if (!groups.includes(group)) setGroup(groups[0] || '');
   }, [groups.join('\u0000')]);
+  useEffect(() => {
+    if (!partitions.includes(partition)) setPartition(partitions[0] || '');
+  }, [partitions.join('\u0000')]);
   const seek = (toEnd) =>
     ask({
       title: `Seek ${group} on ${queue}?`,
@@ -57,6 +61,19 @@ function QueueAdmin({ queue, groups, maintenance, after }) {
         })}>Delete group</button>
     </div>
     <div class="admin-row">
+      <label>Partition <select data-test="admin-partition" value=${partition} onChange=${(e) => setPartition(e.target.value)}>
+        ${partitions.map((p) => html`<option value=${p}>${p}</option>`)}</select></label>
+      <button type="button" data-test="admin-seek-partition" disabled=${!group || !partition}
+        onClick=${() => ask({
+          title: `Seek ${group} on ${partition} to its end?`,
+          body: `The cursor of ${group} on partition ${partition} of ${queue} moves to the partition's head and its lease is released: what it has not consumed there is skipped. Its other partitions stay.`,
+          confirm: 'Seek partition',
+          run: () => api(`/api/v1/consumer-groups/${enc(group)}/queues/${enc(queue)}/partitions/${enc(partition)}/seek`, { method: 'POST' }),
+          done: (r) => (r.updated ? `${group} moved to the head of ${partition}` : `${group} has no cursor on ${partition}: nothing moved`),
+          after,
+        })}>Seek partition to end</button>
+    </div>
+    <div class="admin-row">
       <span class="muted">Pops on every queue: ${maintenance.popMaintenanceMode ? 'paused' : 'served'}</span>
       <${MaintenanceSwitch} on=${maintenance.popMaintenanceMode} after=${after} />
       <button type="button" class="danger" data-test="admin-clear"
@@ -68,6 +85,15 @@ function QueueAdmin({ queue, groups, maintenance, after }) {
           done: () => `${queue} cleared`,
           after,
         })}>Clear queue</button>
+      <button type="button" class="danger" data-test="admin-delete-queue"
+        onClick=${() => ask({
+          title: `Delete ${queue}?`,
+          body: `The queue goes with everything under it: its partitions, messages, cursors, subscriptions, dead letters and traces. A later push recreates it empty. This cannot be undone.`,
+          confirm: 'Delete queue',
+          run: () => api(`/api/v1/resources/queues/${enc(queue)}`, { method: 'DELETE' }),
+          done: () => `${queue} deleted`,
+          after: () => (location.hash = '#/queues'),
+        })}>Delete queue</button>
     </div>
   </section>`;
 }
@@ -177,7 +203,8 @@ export function Queue({ name }) {
     <${Chart} title="Queue lag, last hour (messages)" test="q-chart-lag" labels=${['messages behind', 'pending']}
       data=${seriesOf(lag.series, ['offsetLag', 'pending'])} />
   </section>`}
-  ${maintenance && html`<${QueueAdmin} queue=${name} groups=${groupNames} maintenance=${maintenance} after=${reload} />`}
+  ${maintenance && html`<${QueueAdmin} queue=${name} groups=${groupNames} partitions=${status.partitions.map((p) => p.name)}
+    maintenance=${maintenance} after=${reload} />`}
   <h2>Partitions</h2>
   <div class="table-wrap"><table data-test="q-partitions-table">
     <thead><tr><th>Partition</th><th class="num">Head</th><th>Oldest retained</th><th class="num">Pending</th>
