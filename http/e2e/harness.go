@@ -247,11 +247,13 @@ func StartURL(dbURL string, env ...string) (*Server, error) {
 }
 
 // Launch starts a broker as o says and returns once it serves; the caller
-// stops it (Main stops any left at the end).
+// stops it (Main stops any left at the end). It first waits for the
+// broker's share of the connection budget (connBudget).
 func Launch(o StartOpts) (*Server, error) {
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = DB.URL
 	}
+	release := reserveConns(o.Env)
 	var s *Server
 	var err error
 	if o.Process || o.NoFile > 0 {
@@ -260,8 +262,10 @@ func Launch(o StartOpts) (*Server, error) {
 		s, err = startInProcess(o)
 	}
 	if err != nil {
+		release()
 		return nil, err
 	}
+	go func() { <-s.done; release() }()
 	serversMu.Lock()
 	servers = append(servers, s)
 	serversMu.Unlock()
