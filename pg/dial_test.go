@@ -65,8 +65,8 @@ func TestConnOptions_ReachTheSocketAndTheSession(t *testing.T) {
 	}
 	got := map[string]int{}
 	for _, o := range []struct {
-		name        string
-		level, name_ int
+		name       string
+		level, opt int
 	}{
 		{"SO_KEEPALIVE", unix.SOL_SOCKET, unix.SO_KEEPALIVE},
 		{"TCP_KEEPIDLE", unix.IPPROTO_TCP, unix.TCP_KEEPIDLE},
@@ -76,7 +76,7 @@ func TestConnOptions_ReachTheSocketAndTheSession(t *testing.T) {
 	} {
 		var v int
 		var gerr error
-		if err := raw.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), o.level, o.name_) }); err != nil {
+		if err := raw.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), o.level, o.opt) }); err != nil {
 			t.Fatal(err)
 		}
 		if gerr != nil {
