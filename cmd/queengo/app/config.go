@@ -224,10 +224,10 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		c.Host = v
 	}
 	e.int("PORT", &c.Port)
-	e.bool("PG_SSL_REJECT_UNAUTHORIZED", &c.PGSSLRejectUnauthorized)
+	e.referenceBool("PG_SSL_REJECT_UNAUTHORIZED", &c.PGSSLRejectUnauthorized)
 	if v := strings.TrimSpace(getenv("PG_USE_SSL")); v != "" {
 		var on bool
-		e.bool("PG_USE_SSL", &on)
+		e.referenceBool("PG_USE_SSL", &on)
 		c.PGUseSSL = strconv.FormatBool(on)
 	}
 	c.DatabaseURL = getenv("DATABASE_URL")
@@ -537,6 +537,21 @@ func (e *envReader) millis(name string, dst *time.Duration) {
 		return
 	}
 	*dst = time.Duration(n) * time.Millisecond
+}
+
+// referenceBool reads true or false, in any case, and refuses anything
+// else: the reference server takes every value but "true" as false, so a 1
+// or a yes that it read as false must not silently turn TLS on here.
+func (e *envReader) referenceBool(name string, dst *bool) {
+	switch v := strings.TrimSpace(e.get(name)); {
+	case v == "":
+	case strings.EqualFold(v, "true"):
+		*dst = true
+	case strings.EqualFold(v, "false"):
+		*dst = false
+	default:
+		e.fail(name, v, `want true or false (the reference server takes anything but "true" as false)`)
+	}
 }
 
 func (e *envReader) float(name string, dst *float64) {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"log/slog"
-	"strconv"
 	"strings"
 )
 
@@ -83,7 +82,7 @@ func ignoredIn(getenv func(string) string) []ignoredVar {
 				out = append(out, ignoredVar{n, "DATABASE_URL is set and wins: put this in it (sslmode for PG_USE_SSL)"})
 			}
 		}
-	} else if on, _ := strconv.ParseBool(strings.TrimSpace(getenv("PG_USE_SSL"))); set("PG_SSL_REJECT_UNAUTHORIZED") && !on {
+	} else if set("PG_SSL_REJECT_UNAUTHORIZED") && !strings.EqualFold(strings.TrimSpace(getenv("PG_USE_SSL")), "true") {
 		out = append(out, ignoredVar{"PG_SSL_REJECT_UNAUTHORIZED", "PG_USE_SSL is not true: no TLS is asked for, as with the reference"})
 	}
 	return out
@@ -93,6 +92,6 @@ func ignoredIn(getenv func(string) string) []ignoredVar {
 // environment that queengo does not read, with the reason.
 func (c *Config) logIgnored(log *slog.Logger) {
 	for _, v := range c.ignored {
-		log.Warn("ignored: "+v.name+" is the reference server's and means nothing here", "var", v.name, "why", v.why)
+		log.Warn("ignored: "+v.name, "var", v.name, "why", v.why)
 	}
 }

@@ -36,10 +36,14 @@ func TestConfig_PGUseSSLChoosesTheSSLMode(t *testing.T) {
 			t.Errorf("PG_USE_SSL=%q PG_SSL_REJECT_UNAUTHORIZED=%q: url %q, want %q", c.use, c.reject, cfg.DatabaseURL, c.want)
 		}
 	}
+	// The reference takes these as false; queengo refuses them rather
+	// than read them otherwise.
 	for _, name := range []string{"PG_USE_SSL", "PG_SSL_REJECT_UNAUTHORIZED"} {
-		var ce *configError
-		if _, err := LoadConfig(nil, env(map[string]string{name: "yes please"})); !errors.As(err, &ce) || ce.name != name {
-			t.Errorf("%s=yes please: error %v, want one naming %s", name, err, name)
+		for _, v := range []string{"1", "yes", "on"} {
+			var ce *configError
+			if _, err := LoadConfig(nil, env(map[string]string{name: v})); !errors.As(err, &ce) || ce.name != name {
+				t.Errorf("%s=%s: error %v, want one naming %s", name, v, err, name)
+			}
 		}
 	}
 	// DATABASE_URL wins over the parts, TLS settings included.
