@@ -303,7 +303,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	fs.StringVar(&c.Host, "host", c.Host, "address to listen on (env HOST)")
 	fs.IntVar(&c.Port, "port", c.Port, "port to listen on (env PORT)")
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB, PG_USE_SSL)")
 	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "maximum PostgreSQL connections (env DB_POOL_SIZE)")
 	fs.DurationVar(&c.PoolAcquireTimeout, "pool-acquire-timeout", c.PoolAcquireTimeout, "wait for a pooled connection (env DB_POOL_ACQUIRE_TIMEOUT_MS)")
 	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS, else DB_STATEMENT_TIMEOUT)")
