@@ -99,6 +99,7 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 	var applied []int
 	cfg := s.pool.Config().ConnConfig.Copy()
 	delete(cfg.RuntimeParams, "statement_timeout")
+	delete(cfg.RuntimeParams, "lock_timeout") // it waits for the migration lock
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, translateCtx(ctx, err)

@@ -17,7 +17,9 @@ package pg_test
 //   - waiting: eventually.
 //
 // The tests inside package pg (ackcall, claim_commit, messages, notify,
-// seal) are of pure functions and need none of it.
+// seal, dial) are of pure functions and need none of it; dial_linux's
+// opens a Store on the test server's own database to read a pooled
+// connection's socket options.
 
 import (
 	"context"

@@ -53,6 +53,8 @@ type Config struct {
 	// key rotation. A Store opens payloads with its EncryptionKey and these,
 	// never with another Store's keys.
 	EncryptionReadKeys [][]byte
+	// Conn holds the settings of every connection (pg/dial.go).
+	Conn ConnOptions
 }
 
 // Store runs the broker's statements on a pgx pool.
@@ -81,6 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.MaxConns = int32(cfg.PoolSize)
 	}
 	pcfg.MinConns = 0
+	cfg.Conn.apply(pcfg)
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = queengo.DefaultRequestTimeout
 	}

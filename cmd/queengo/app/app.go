@@ -52,10 +52,14 @@ type App struct {
 func Open(ctx context.Context, cfg *Config, log *slog.Logger) (*App, error) {
 	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
 		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log,
-		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys})
+		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys,
+		Conn: pg.ConnOptions{ConnectTimeout: cfg.ConnectTimeout, LockTimeout: cfg.LockTimeout,
+			IdleInTransactionTimeout: cfg.IdleInTransactionTimeout, TCPUserTimeout: cfg.TCPUserTimeout,
+			KeepAlive: net.KeepAliveConfig{Idle: cfg.KeepAliveIdle, Interval: cfg.KeepAliveInterval, Count: cfg.KeepAliveCount}}})
 	if err != nil {
 		return nil, err
 	}
+	cfg.logIgnored(log)
 	logEncryption(cfg, log)
 	mctx, cancel := context.WithTimeout(ctx, migrateTimeout)
 	applied, err := store.Migrate(mctx)
@@ -115,7 +119,7 @@ func (a *App) Start(ln net.Listener) error {
 	// Retention, eviction and partition cleanup (D9), on a connection of
 	// their own outside the pool; stopped before the store closes.
 	a.retention = jobs.NewRetention(jobs.RetentionConfig{Interval: cfg.RetentionInterval,
-		EvictionInterval: cfg.EvictionInterval, BatchSize: cfg.RetentionBatchSize,
+		EvictionInterval: cfg.EvictionInterval, BatchSize: cfg.RetentionBatchSize, EvictionBatchSize: cfg.EvictionBatchSize,
 		PartitionIdle: time.Duration(cfg.PartitionCleanupDays) * 24 * time.Hour, Metrics: a.metrics},
 		func(ctx context.Context) (jobs.RetentionConn, error) {
 			c, err := store.ConnectRetention(ctx)

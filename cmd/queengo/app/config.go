@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,11 +62,13 @@ const (
 	// the wait for the first byte of a new connection (docs/operations.md).
 	ReadTimeoutDefault = 30 * time.Second
 	// RetentionIntervalDefault, EvictionIntervalDefault,
-	// RetentionBatchSizeDefault and PartitionCleanupDaysDefault are the
-	// reference server's (docs/rules.md R-1, R-3, R-5).
+	// RetentionBatchSizeDefault, EvictionBatchSizeDefault and
+	// PartitionCleanupDaysDefault are the reference server's (docs/rules.md
+	// R-1, R-3, R-5).
 	RetentionIntervalDefault    = jobs.RetentionIntervalDefault
 	EvictionIntervalDefault     = jobs.EvictionIntervalDefault
 	RetentionBatchSizeDefault   = jobs.RetentionBatchSizeDefault
+	EvictionBatchSizeDefault    = jobs.RetentionBatchSizeDefault
 	PartitionCleanupDaysDefault = 30
 	// MetricsSampleIntervalDefault and MetricsRetentionDaysDefault: the
 	// metrics collector samples every 30 s (jobs.SampleIntervalDefault
@@ -154,6 +157,40 @@ type Config struct {
 	FileBuffer         filebuffer.Options
 	FileBufferMaxBatch int
 	FileBufferFlush    time.Duration
+	// EvictionBatchSize (EVICTION_BATCH_SIZE) caps the messages one
+	// eviction transaction moves past maxWaitTimeSeconds.
+	EvictionBatchSize int
+	// PGUseSSL ("", "true" or "false") and PGSSLRejectUnauthorized
+	// (PG_USE_SSL, PG_SSL_REJECT_UNAUTHORIZED) choose the sslmode of a
+	// DatabaseURL built from the PG_* parts, as the reference server does:
+	// true asks for TLS (sslmode=require, which verifies the server's
+	// certificate when a root certificate is configured, as libpq's),
+	// true without rejecting unauthorized certificates takes TLS when the
+	// server offers it and accepts any certificate (sslmode=prefer), false
+	// never uses TLS (sslmode=disable); unset keeps pgx's default, prefer,
+	// with no TLS to a loopback server (pg.Open).
+	PGUseSSL                string
+	PGSSLRejectUnauthorized bool
+	// ConnectTimeout (DB_CONNECTION_TIMEOUT, 0: RequestTimeout) bounds
+	// opening a database connection when the URL sets no connect_timeout.
+	// LockTimeout (DB_LOCK_TIMEOUT) and IdleInTransactionTimeout
+	// (DB_IDLE_TIMEOUT, which the reference sets as
+	// idle_in_transaction_session_timeout) are set on every session; 0
+	// leaves the server's. KeepAliveIdle, KeepAliveInterval (seconds) and
+	// KeepAliveCount (DB_KEEPALIVES_IDLE, _INTERVAL, _COUNT) tune the
+	// sockets' TCP keepalives, 0: Go's 15 s, 15 s, 9; TCPUserTimeout
+	// (DB_TCP_USER_TIMEOUT_MS) sets TCP_USER_TIMEOUT, 0: the kernel's
+	// (pg.ConnOptions).
+	ConnectTimeout           time.Duration
+	LockTimeout              time.Duration
+	IdleInTransactionTimeout time.Duration
+	KeepAliveIdle            time.Duration
+	KeepAliveInterval        time.Duration
+	KeepAliveCount           int
+	TCPUserTimeout           time.Duration
+	// ignored are the reference server's variables set in the environment
+	// that queengo does not read, logged once at start (ignored.go).
+	ignored []ignoredVar
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -180,16 +217,30 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		FileBuffer: filebuffer.Options{EventsPerFile: FileBufferEventsPerFileDefault, FileBytes: FileBufferFileBytesDefault,
 			MaxBytes: FileBufferMaxBytesDefault},
 		FileBufferMaxBatch: FileBufferMaxBatchDefault, FileBufferFlush: FileBufferFlushDefault,
+		EvictionBatchSize: EvictionBatchSizeDefault, PGSSLRejectUnauthorized: true,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
 		c.Host = v
 	}
 	e.int("PORT", &c.Port)
+	e.referenceBool("PG_SSL_REJECT_UNAUTHORIZED", &c.PGSSLRejectUnauthorized)
+	if v := strings.TrimSpace(getenv("PG_USE_SSL")); v != "" {
+		var on bool
+		e.referenceBool("PG_USE_SSL", &on)
+		c.PGUseSSL = strconv.FormatBool(on)
+	}
 	c.DatabaseURL = getenv("DATABASE_URL")
 	if c.DatabaseURL == "" {
-		c.DatabaseURL = urlFromParts(getenv)
+		c.DatabaseURL = urlFromParts(getenv, sslMode(c.PGUseSSL, c.PGSSLRejectUnauthorized))
 	}
+	e.millis("DB_CONNECTION_TIMEOUT", &c.ConnectTimeout)
+	e.millis("DB_LOCK_TIMEOUT", &c.LockTimeout)
+	e.millis("DB_IDLE_TIMEOUT", &c.IdleInTransactionTimeout)
+	e.seconds("DB_KEEPALIVES_IDLE", &c.KeepAliveIdle)
+	e.seconds("DB_KEEPALIVES_INTERVAL", &c.KeepAliveInterval)
+	e.int("DB_KEEPALIVES_COUNT", &c.KeepAliveCount)
+	e.millis("DB_TCP_USER_TIMEOUT_MS", &c.TCPUserTimeout)
 	e.int("DB_POOL_SIZE", &c.PoolSize)
 	e.millis("DB_POOL_ACQUIRE_TIMEOUT_MS", &c.PoolAcquireTimeout)
 	// DB_STATEMENT_TIMEOUT is the reference server's name, in milliseconds
@@ -218,6 +269,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.millis("RETENTION_INTERVAL", &c.RetentionInterval)
 	e.millis("EVICTION_INTERVAL", &c.EvictionInterval)
 	e.int("RETENTION_BATCH_SIZE", &c.RetentionBatchSize)
+	e.int("EVICTION_BATCH_SIZE", &c.EvictionBatchSize)
 	e.int("PARTITION_CLEANUP_DAYS", &c.PartitionCleanupDays)
 	e.millis("METRICS_SAMPLE_INTERVAL_MS", &c.MetricsSampleInterval)
 	e.int("METRICS_RETENTION_DAYS", &c.MetricsRetentionDays)
@@ -239,6 +291,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
+	c.ignored = ignoredIn(getenv)
 
 	fs := flag.NewFlagSet("queengo", flag.ContinueOnError)
 	fs.Usage = func() {
@@ -250,7 +303,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	}
 	fs.StringVar(&c.Host, "host", c.Host, "address to listen on (env HOST)")
 	fs.IntVar(&c.Port, "port", c.Port, "port to listen on (env PORT)")
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env DATABASE_URL, else PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB, PG_USE_SSL)")
 	fs.IntVar(&c.PoolSize, "pool-size", c.PoolSize, "maximum PostgreSQL connections (env DB_POOL_SIZE)")
 	fs.DurationVar(&c.PoolAcquireTimeout, "pool-acquire-timeout", c.PoolAcquireTimeout, "wait for a pooled connection (env DB_POOL_ACQUIRE_TIMEOUT_MS)")
 	fs.DurationVar(&c.StatementTimeout, "statement-timeout", c.StatementTimeout, "PostgreSQL statement_timeout, 0 disables (env DB_STATEMENT_TIMEOUT_MS, else DB_STATEMENT_TIMEOUT)")
@@ -273,6 +326,9 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		return nil, &configError{"-log-level", *level, logLevelWant}
 	}
 	c.LogLevel = l
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = c.RequestTimeout
+	}
 	if fs.NArg() > 0 && fs.Arg(0) != "migrate" {
 		return nil, fmt.Errorf("unknown command %q (want no command, migrate, or one of the operator commands: queengo help)", fs.Arg(0))
 	}
@@ -314,6 +370,12 @@ func (c *Config) validate() error {
 		return &configError{"EVICTION_INTERVAL", c.EvictionInterval.String(), "want more than 0 (milliseconds)"}
 	case c.RetentionBatchSize < 1:
 		return &configError{"RETENTION_BATCH_SIZE", strconv.Itoa(c.RetentionBatchSize), "want at least 1"}
+	case c.EvictionBatchSize < 1:
+		return &configError{"EVICTION_BATCH_SIZE", strconv.Itoa(c.EvictionBatchSize), "want at least 1"}
+	case c.KeepAliveCount < 0:
+		return &configError{"DB_KEEPALIVES_COUNT", strconv.Itoa(c.KeepAliveCount), "want 0 or more"}
+	case c.TCPUserTimeout > 0 && runtime.GOOS != "linux":
+		return &configError{"DB_TCP_USER_TIMEOUT_MS", strconv.FormatInt(c.TCPUserTimeout.Milliseconds(), 10), "TCP_USER_TIMEOUT is Linux's: want 0 here"}
 	case c.PartitionCleanupDays < 1:
 		return &configError{"PARTITION_CLEANUP_DAYS", strconv.Itoa(c.PartitionCleanupDays), "want at least 1"}
 	case c.MetricsSampleInterval < jobs.SampleIntervalMin || c.MetricsSampleInterval > jobs.SampleIntervalMax:
@@ -350,9 +412,24 @@ func parseLevel(v string) (slog.Level, error) {
 	return l, err
 }
 
+// sslMode is the sslmode of PG_USE_SSL and PG_SSL_REJECT_UNAUTHORIZED, as
+// the reference server chooses it (Config.PGUseSSL); "" when PG_USE_SSL is
+// not set.
+func sslMode(useSSL string, rejectUnauthorized bool) string {
+	switch {
+	case useSSL == "false":
+		return "disable"
+	case useSSL == "true" && rejectUnauthorized:
+		return "require"
+	case useSSL == "true":
+		return "prefer"
+	}
+	return ""
+}
+
 // urlFromParts builds a URL from PG_HOST, PG_PORT, PG_USER, PG_PASSWORD and
-// PG_DB, with the reference server's defaults.
-func urlFromParts(getenv func(string) string) string {
+// PG_DB, with the reference server's defaults, and sslmode unless it is "".
+func urlFromParts(getenv func(string) string, sslmode string) string {
 	or := func(k, def string) string {
 		if v := getenv(k); v != "" {
 			return v
@@ -364,6 +441,9 @@ func urlFromParts(getenv func(string) string) string {
 		u.User = url.UserPassword(or("PG_USER", "postgres"), p)
 	} else {
 		u.User = url.User(or("PG_USER", "postgres"))
+	}
+	if sslmode != "" {
+		u.RawQuery = url.Values{"sslmode": {sslmode}}.Encode()
 	}
 	return u.String()
 }
@@ -457,6 +537,21 @@ func (e *envReader) millis(name string, dst *time.Duration) {
 		return
 	}
 	*dst = time.Duration(n) * time.Millisecond
+}
+
+// referenceBool reads true or false, in any case, and refuses anything
+// else: the reference server takes every value but "true" as false, so a 1
+// or a yes that it read as false must not silently turn TLS on here.
+func (e *envReader) referenceBool(name string, dst *bool) {
+	switch v := strings.TrimSpace(e.get(name)); {
+	case v == "":
+	case strings.EqualFold(v, "true"):
+		*dst = true
+	case strings.EqualFold(v, "false"):
+		*dst = false
+	default:
+		e.fail(name, v, `want true or false (the reference server takes anything but "true" as false)`)
+	}
 }
 
 func (e *envReader) float(name string, dst *float64) {

@@ -42,10 +42,12 @@ type RetentionConfig struct {
 	Interval time.Duration
 	// EvictionInterval is how often maxWaitTimeSeconds eviction runs.
 	EvictionInterval time.Duration
-	// BatchSize caps the messages one transaction drops or evicts, and the
-	// partitions one cleanup statement removes: a backlog is worked off in
-	// many short transactions, never one long one.
-	BatchSize int
+	// BatchSize caps the messages one transaction drops, and the
+	// partitions one cleanup statement removes; EvictionBatchSize the
+	// messages one transaction evicts (zero: BatchSize). A backlog is
+	// worked off in many short transactions, never one long one.
+	BatchSize         int
+	EvictionBatchSize int
 	// PartitionIdle: a partition that holds no segment and saw no write, no
 	// consumer and no dead letter this long is removed with its cursors.
 	PartitionIdle time.Duration
@@ -124,6 +126,9 @@ func NewRetention(cfg RetentionConfig, connect RetentionConnect, log *slog.Logge
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = RetentionBatchSizeDefault
+	}
+	if cfg.EvictionBatchSize <= 0 {
+		cfg.EvictionBatchSize = cfg.BatchSize
 	}
 	if cfg.PartitionIdle <= 0 {
 		cfg.PartitionIdle = PartitionIdleDefault
@@ -323,7 +328,7 @@ func (r *Retention) evict(ctx context.Context, c RetentionConn) {
 			return err
 		}
 		for len(targets) > 0 && ctx.Err() == nil && r.clock().Before(until) {
-			n, done, err := c.Evict(ctx, targets, r.cfg.BatchSize)
+			n, done, err := c.Evict(ctx, targets, r.cfg.EvictionBatchSize)
 			if err != nil {
 				return err
 			}

@@ -34,11 +34,19 @@ type fakeRetentionStore struct {
 	evict            func(targets []queengo.CursorKey) (int64, int, error)
 	oldest           map[string]time.Time
 	calls            map[string]int
-	ranEvent         chan string
+	// limits holds the limit of each call, by method.
+	limits   map[string][]int
+	ranEvent chan string
 }
 
 func newFakeRetentionStore() *fakeRetentionStore {
-	return &fakeRetentionStore{calls: map[string]int{}, ranEvent: make(chan string, 64)}
+	return &fakeRetentionStore{calls: map[string]int{}, limits: map[string][]int{}, ranEvent: make(chan string, 64)}
+}
+
+func (f *fakeRetentionStore) limit(name string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limits[name] = append(f.limits[name], n)
 }
 
 func (f *fakeRetentionStore) count(name string) {
@@ -104,6 +112,7 @@ func (f *fakeRetentionStore) RetentionTargets(context.Context) ([]uuid.UUID, err
 
 func (f *fakeRetentionStore) DropSegments(_ context.Context, parts []uuid.UUID, limit int) (queengo.Dropped, int, error) {
 	f.count("DropSegments")
+	f.limit("DropSegments", limit)
 	if f.drop == nil {
 		return queengo.Dropped{}, len(parts), nil
 	}
@@ -116,6 +125,7 @@ func (f *fakeRetentionStore) EvictionTargets(context.Context) ([]queengo.CursorK
 
 func (f *fakeRetentionStore) Evict(_ context.Context, targets []queengo.CursorKey, limit int) (int64, int, error) {
 	f.count("Evict")
+	f.limit("Evict", limit)
 	if f.evict == nil {
 		return 0, len(targets), nil
 	}
@@ -221,6 +231,32 @@ func TestEviction_RunDrainsTargetsInBatches(t *testing.T) {
 	s.r.evict(context.Background(), s.f)
 	if len(seen) != 2 || seen[0] != 2 || seen[1] != 1 || s.r.count.evicted.Get()-before < 6 {
 		t.Fatalf("batches saw %v, evicted counter +%d", seen, s.r.count.evicted.Get()-before)
+	}
+}
+
+// EvictionBatchSize caps an eviction batch and BatchSize a retention
+// batch; without EvictionBatchSize eviction takes BatchSize.
+func TestEviction_BatchSizeOfItsOwn(t *testing.T) {
+	t.Parallel()
+	p := uuid.New()
+	for _, c := range []struct {
+		cfg                 RetentionConfig
+		wantDrop, wantEvict int
+	}{
+		{RetentionConfig{BatchSize: 50, EvictionBatchSize: 7}, 50, 7},
+		{RetentionConfig{BatchSize: 50}, 50, 50},
+	} {
+		s := setup(t, c.cfg)
+		s.f.targets = []uuid.UUID{p}
+		s.f.cursors = []queengo.CursorKey{{Partition: p, Group: "a"}}
+		s.r.retain(context.Background(), s.f)
+		s.r.evict(context.Background(), s.f)
+		s.f.mu.Lock()
+		drop, evict := s.f.limits["DropSegments"], s.f.limits["Evict"]
+		s.f.mu.Unlock()
+		if len(drop) != 1 || drop[0] != c.wantDrop || len(evict) != 1 || evict[0] != c.wantEvict {
+			t.Errorf("%+v: drop limits %v, evict limits %v; want [%d] and [%d]", c.cfg, drop, evict, c.wantDrop, c.wantEvict)
+		}
 	}
 }
 
