@@ -2,15 +2,18 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sys/unix"
 
+	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/pg/pgtest"
 )
 
@@ -84,5 +87,35 @@ func TestConnOptions_ReachTheSocketAndTheSession(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s = %d, want %d", k, got[k], w)
 		}
+	}
+}
+
+// TestLockTimeout_IsARetryableTimeout: a statement that waits
+// DB_LOCK_TIMEOUT for a lock another session holds fails as ErrTimeout
+// (503, retryable), not as an untranslated database error (500).
+func TestLockTimeout_IsARetryableTimeout(t *testing.T) {
+	url := pgtest.AdminURL()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{URL: url, PoolSize: 1, AcquireTimeout: 5 * time.Second,
+		Conn: ConnOptions{LockTimeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	const key = 4143517
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.pool.Exec(ctx, "SELECT pg_advisory_lock($1)", key)
+	if err == nil {
+		t.Fatal("the lock was taken while another session held it")
+	}
+	if err := translate(err); !errors.Is(err, queengo.ErrTimeout) {
+		t.Fatalf("translate(%v) is not ErrTimeout", err)
 	}
 }

@@ -250,7 +250,11 @@ const (
 	codeNotFound      = "QG404"
 	codeQueueChanged  = "QG412"
 	codeQueryCanceled = "57014"
-	codeForeignKey    = "23503"
+	// lock_not_available: a statement waited DB_LOCK_TIMEOUT for a lock,
+	// or a queue delete or clear gave up after its retries. Retryable, as a
+	// statement timeout is.
+	codeLockTimeout = "55P03"
+	codeForeignKey  = "23503"
 	// Class 08 (connection exception), and the server going away or not
 	// yet accepting connections, or out of connection slots.
 	classConnection     = "08"
@@ -273,7 +277,7 @@ func translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case codeQueryCanceled:
+		case codeQueryCanceled, codeLockTimeout:
 			return fmt.Errorf("%w: %v", queengo.ErrTimeout, err)
 		case codeNotFound, codeForeignKey:
 			return fmt.Errorf("%w: %v", queengo.ErrNotFound, err)
