@@ -232,8 +232,14 @@ var (
 
 // The broker's failures, see failure and popFailure.
 var (
-	errPopNoConn           = apiError{fasthttp.StatusInternalServerError, "pop_no_connection", "pool"}
-	errPopFailed           = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
+	// A pop's database failures that pass (no connection within the acquire
+	// timeout, the database unreachable or timing out) are retryable 503s
+	// with Retry-After, as on the other routes; their texts stay the
+	// reference's 500s' ("pool", "pop failed"), which clients match on.
+	errPopNoConn      = apiError{fasthttp.StatusServiceUnavailable, "pop_no_connection", "pool"}
+	errPopUnavailable = apiError{fasthttp.StatusServiceUnavailable, "pop_database_unavailable", "pop failed"}
+	errPopTimedOut    = apiError{fasthttp.StatusServiceUnavailable, "pop_database_timeout", "pop failed"}
+	errPopFailed      = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
 	errClientGone          = apiError{fasthttp.StatusInternalServerError, "client_gone", "pop failed"}
 	errShuttingDown        = apiError{fasthttp.StatusServiceUnavailable, "shutting_down", "broker is shutting down"}
 	errDatabase            = apiError{fasthttp.StatusInternalServerError, "database_error", "database error"}
@@ -337,10 +343,10 @@ var typedErrors = []struct {
 	entry, pop apiError
 }{
 	{queengo.ErrCancelled, errClientGone, errClientGone},
-	{queengo.ErrClosed, errShuttingDown, errPopFailed},
+	{queengo.ErrClosed, errShuttingDown, errShuttingDown},
 	{queengo.ErrPool, errDatabaseNoConn, errPopNoConn},
-	{queengo.ErrUnavailable, errDatabaseUnavailable, errPopFailed},
-	{queengo.ErrTimeout, errDatabaseTimedOut, errPopFailed},
+	{queengo.ErrUnavailable, errDatabaseUnavailable, errPopUnavailable},
+	{queengo.ErrTimeout, errDatabaseTimedOut, errPopTimedOut},
 	// A row that vanished under a route that addresses none (a queue
 	// deleted during an ack); routes that address one answer its 404
 	// (failureOf).
@@ -405,9 +411,18 @@ func (s *Server) errorCounter(code string) *metrics.Counter {
 	return s.metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + code + `"}`)
 }
 
-// writeError answers e as {"error": message} and counts it.
+// retryAfter is the Retry-After of every 503, in seconds: the broker's own
+// condition (the database away, shutting down, a full buffer) that a
+// client's retry a moment later may find gone.
+const retryAfter = "1"
+
+// writeError answers e as {"error": message} and counts it. A 503 carries
+// Retry-After: the request may be sent again.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, e apiError) {
 	s.countError(e)
+	if e.Status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+	}
 	buf := append(make([]byte, 0, 64), `{"error":`...)
 	buf = appendString(buf, e.Message)
 	buf = append(buf, '}')

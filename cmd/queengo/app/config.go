@@ -47,10 +47,10 @@ const (
 	PopWaitMultiplierDefault = 2.0
 	PopWaitMaxDefault        = time.Second
 	// PoolAcquireTimeoutDefault bounds the wait for a connection; past it a
-	// pop answers 500 {"error":"pool"}.
+	// pop answers 503 {"error":"pool"}.
 	PoolAcquireTimeoutDefault = 5 * time.Second
 	// StatementTimeoutDefault cancels a statement running this long; a pop
-	// then answers 500 {"error":"pop failed"}.
+	// then answers 503 {"error":"pop failed"}.
 	StatementTimeoutDefault = 30 * time.Second
 	// ShutdownTimeoutDefault bounds graceful shutdown.
 	ShutdownTimeoutDefault = 30 * time.Second
