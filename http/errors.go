@@ -236,10 +236,10 @@ var (
 	// timeout, the database unreachable or timing out) are retryable 503s
 	// with Retry-After, as on the other routes; their texts stay the
 	// reference's 500s' ("pool", "pop failed"), which clients match on.
-	errPopNoConn      = apiError{fasthttp.StatusServiceUnavailable, "pop_no_connection", "pool"}
-	errPopUnavailable = apiError{fasthttp.StatusServiceUnavailable, "pop_database_unavailable", "pop failed"}
-	errPopTimedOut    = apiError{fasthttp.StatusServiceUnavailable, "pop_database_timeout", "pop failed"}
-	errPopFailed      = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
+	errPopNoConn           = apiError{fasthttp.StatusServiceUnavailable, "pop_no_connection", "pool"}
+	errPopUnavailable      = apiError{fasthttp.StatusServiceUnavailable, "pop_database_unavailable", "pop failed"}
+	errPopTimedOut         = apiError{fasthttp.StatusServiceUnavailable, "pop_database_timeout", "pop failed"}
+	errPopFailed           = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
 	errClientGone          = apiError{fasthttp.StatusInternalServerError, "client_gone", "pop failed"}
 	errShuttingDown        = apiError{fasthttp.StatusServiceUnavailable, "shutting_down", "broker is shutting down"}
 	errDatabase            = apiError{fasthttp.StatusInternalServerError, "database_error", "database error"}
