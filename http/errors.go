@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
@@ -437,10 +439,54 @@ func (s *Server) writeFailure(ctx *fasthttp.RequestCtx, e apiError, err error, a
 }
 
 // logFailure logs err, a failure the broker reported, under the code of its
-// answer e when the fault is the server's (5xx; not a client that left).
+// answer e when the fault is the server's (5xx; not a client that left): the
+// first of a code at once, then at most one line a second per code, which
+// counts the failures of that code it stands for ("repeated"). An outage
+// fails every request; a line for each was 100 MB of log in 10 s.
 func (s *Server) logFailure(ctx *fasthttp.RequestCtx, e apiError, err error, attrs ...any) {
 	if e.Status < fasthttp.StatusInternalServerError || e == errClientGone {
 		return
 	}
-	s.log.Warn("request failed", append([]any{"path", string(ctx.Path()), "code", e.Code, "err", err}, attrs...)...)
+	n, ok := s.failures.take(e.Code, time.Now())
+	if !ok {
+		return
+	}
+	s.log.Warn("request failed", append([]any{"path", string(ctx.Path()), "code", e.Code, "err", err, "repeated", n}, attrs...)...)
+}
+
+// failureLogEvery spaces the log lines of one error code.
+const failureLogEvery = time.Second
+
+// failureLog is the log limiter of logFailure, per error code.
+type failureLog struct {
+	mu    sync.Mutex
+	codes map[string]*failureStreak
+}
+
+type failureStreak struct {
+	last   time.Time // when a line of the code was last logged
+	unseen int       // failures since, not logged
+}
+
+// take counts a failure of code at now and reports whether to log it, with
+// how many failures the line stands for (itself and the ones not logged
+// since the last line).
+func (f *failureLog) take(code string, now time.Time) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.codes == nil {
+		f.codes = map[string]*failureStreak{}
+	}
+	st := f.codes[code]
+	if st == nil {
+		st = &failureStreak{}
+		f.codes[code] = st
+	}
+	st.unseen++
+	if !st.last.IsZero() && now.Sub(st.last) < failureLogEvery {
+		return 0, false
+	}
+	n := st.unseen
+	st.last, st.unseen = now, 0
+	return n, true
 }

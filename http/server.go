@@ -92,6 +92,8 @@ type Server struct {
 	metrics *metrics.Set
 	m       serverMetrics
 	started time.Time
+	// failures spaces the log lines of failed requests (logFailure).
+	failures failureLog
 }
 
 // New builds the server and its routes.

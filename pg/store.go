@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,7 +68,18 @@ type Store struct {
 	keys keyring  // opens sealed payloads: seal's key and the read keys
 	// local: the URL's (first) host is a Unix socket or a loopback address.
 	local bool
+	// gate backs off connection attempts while the database is away.
+	gate *dialGate
+	// pending: the schema is not known to be migrated (the database was
+	// unreachable when the broker started); every operation fails with
+	// queengo.ErrUnavailable until SetPending(false).
+	pending atomic.Bool
 }
+
+// SetPending holds every operation of the Store (on, each fails with
+// queengo.ErrUnavailable) or lets them run: a broker that started while its
+// database was unreachable holds them until its migrations ran.
+func (s *Store) SetPending(on bool) { s.pending.Store(on) }
 
 // Open connects a pool (lazily: no connection is made until one is needed)
 // and returns the Store.
@@ -133,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, keys: keys, local: local}, nil
+	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, keys: keys, local: local, gate: &dialGate{log: log}}, nil
 }
 
 // Local reports whether PostgreSQL runs on this machine as far as the URL
@@ -226,11 +238,19 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // queengo.ErrTimeout, whatever the driver made of it; a wait for a connection
 // that ran out before ctx did is queengo.ErrPool.
 func (s *Store) withConnWait(ctx context.Context, wait time.Duration, fn func(*pgxpool.Conn) error) error {
+	if s.pending.Load() {
+		return fmt.Errorf("%w: the schema is not migrated yet: the database has not answered since the broker started", queengo.ErrUnavailable)
+	}
+	probe, err := s.gate.admit()
+	if err != nil {
+		return err
+	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		actx, cancel = context.WithTimeout(ctx, wait)
 	}
 	c, err := s.pool.Acquire(actx)
+	s.gate.done(probe, err)
 	// Read before cancel, which would set it in any case.
 	waitedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
