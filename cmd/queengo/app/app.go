@@ -184,7 +184,8 @@ func (a *App) Start(ln net.Listener) error {
 	a.broker = actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
-	}, RequestTimeout: cfg.RequestTimeout, Metrics: a.metrics})
+	}, RequestTimeout: cfg.RequestTimeout, Metrics: a.metrics,
+		SegmentMaxBytes: cfg.SegmentMaxBytes, SegmentMaxItems: cfg.SegmentMaxItems})
 	a.buffer = pushbuffer.New(pushbuffer.Config{Files: a.files, Switch: store, Push: a.broker.Push, Ping: store.Ping,
 		MaxBatch: cfg.FileBufferMaxBatch, FlushInterval: cfg.FileBufferFlush, Timeout: cfg.RequestTimeout,
 		Logger: log, Metrics: a.metrics})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/actors"
 	"github.com/queengo/queengo/cmd/queengo/cli"
 	"github.com/queengo/queengo/cmd/queengo/jobs"
 	"github.com/queengo/queengo/cmd/queengo/pushbuffer"
@@ -154,6 +155,12 @@ type Config struct {
 	FileBuffer         filebuffer.Options
 	FileBufferMaxBatch int
 	FileBufferFlush    time.Duration
+	// SegmentMaxBytes (SEGMENT_MAX_BYTES) and SegmentMaxItems
+	// (SEGMENT_MAX_ITEMS) cap the payload bytes and items the pushes to one
+	// partition coalesce into one segment (actors.Config); a push over
+	// either is a segment of its own.
+	SegmentMaxBytes int
+	SegmentMaxItems int
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -180,6 +187,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 		FileBuffer: filebuffer.Options{EventsPerFile: FileBufferEventsPerFileDefault, FileBytes: FileBufferFileBytesDefault,
 			MaxBytes: FileBufferMaxBytesDefault},
 		FileBufferMaxBatch: FileBufferMaxBatchDefault, FileBufferFlush: FileBufferFlushDefault,
+		SegmentMaxBytes: actors.SegmentMaxBytesDefault, SegmentMaxItems: actors.SegmentMaxItemsDefault,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -227,6 +235,8 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.int64("FILE_BUFFER_MAX_BYTES", &c.FileBuffer.MaxBytes)
 	e.int("FILE_BUFFER_MAX_BATCH", &c.FileBufferMaxBatch)
 	e.millis("FILE_BUFFER_FLUSH_MS", &c.FileBufferFlush)
+	e.int("SEGMENT_MAX_BYTES", &c.SegmentMaxBytes)
+	e.int("SEGMENT_MAX_ITEMS", &c.SegmentMaxItems)
 	loadEncryption(&e, c)
 	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
@@ -330,6 +340,10 @@ func (c *Config) validate() error {
 		return &configError{"FILE_BUFFER_MAX_BATCH", strconv.Itoa(c.FileBufferMaxBatch), "want at least 1"}
 	case c.FileBufferFlush <= 0:
 		return &configError{"FILE_BUFFER_FLUSH_MS", c.FileBufferFlush.String(), "want more than 0 (milliseconds)"}
+	case c.SegmentMaxBytes < 1:
+		return &configError{"SEGMENT_MAX_BYTES", strconv.Itoa(c.SegmentMaxBytes), "want at least 1"}
+	case c.SegmentMaxItems < 1:
+		return &configError{"SEGMENT_MAX_ITEMS", strconv.Itoa(c.SegmentMaxItems), "want at least 1"}
 	case c.DatabaseURL == "":
 		return &configError{"DATABASE_URL", "", "required"}
 	}

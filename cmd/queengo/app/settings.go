@@ -103,6 +103,8 @@ func settingsOf(c *Config) []queengo.Setting {
 	num("FILE_BUFFER_MAX_BYTES", c.FileBuffer.MaxBytes)
 	num("FILE_BUFFER_MAX_BATCH", int64(c.FileBufferMaxBatch))
 	ms("FILE_BUFFER_FLUSH_MS", c.FileBufferFlush)
+	num("SEGMENT_MAX_BYTES", int64(c.SegmentMaxBytes))
+	num("SEGMENT_MAX_ITEMS", int64(c.SegmentMaxItems))
 	add("JWT_ENABLED", strconv.FormatBool(c.Auth != nil))
 	if a := c.Auth; a != nil {
 		add("JWT_ALGORITHM", a.Algorithm)
