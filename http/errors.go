@@ -285,10 +285,16 @@ var (
 	errForbidden        = apiError{fasthttp.StatusForbidden, "forbidden", "Insufficient permissions"}
 	errTokenExpired     = apiError{fasthttp.StatusUnauthorized, "token_expired", "Token has expired"}
 	errTokenNotYetValid = apiError{fasthttp.StatusUnauthorized, "token_not_yet_valid", "Token is not yet valid"}
-	errTokenSignature   = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
-	errTokenIssuer      = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
-	errTokenAudience    = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
-	errJWKSFetch        = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
+	// A token without exp (JWT_ALLOW_NO_EXP lets it in), or past the
+	// maximum token age (JWT_MAX_TOKEN_AGE), or without the iat that age
+	// is read from: queengo's own refusals, the reference accepts these.
+	errTokenNoExp      = apiError{fasthttp.StatusUnauthorized, "token_no_expiry", "Token has no expiration time (exp)"}
+	errTokenTooOld     = apiError{fasthttp.StatusUnauthorized, "token_too_old", "Token is older than the maximum token age"}
+	errTokenNoIssuedAt = apiError{fasthttp.StatusUnauthorized, "token_no_issued_at", "Token has no issue time (iat), which the maximum token age needs"}
+	errTokenSignature  = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
+	errTokenIssuer     = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
+	errTokenAudience   = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
+	errJWKSFetch       = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
 )
 
 func errUnknownKID(kid string) apiError {

@@ -118,6 +118,8 @@ func settingsOf(c *Config) []queengo.Setting {
 		add("JWT_ISSUER", a.Issuer)
 		add("JWT_AUDIENCE", a.Audience)
 		sec("JWT_CLOCK_SKEW", a.ClockSkew)
+		add("JWT_ALLOW_NO_EXP", strconv.FormatBool(a.AllowNoExp))
+		sec("JWT_MAX_TOKEN_AGE", a.MaxTokenAge)
 		sec("JWT_JWKS_REFRESH_INTERVAL", a.JWKSRefresh)
 		ms("JWT_JWKS_TIMEOUT_MS", a.JWKSTimeout)
 		add("JWT_ROLES_CLAIM", a.RolesClaim)
