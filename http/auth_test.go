@@ -27,6 +27,8 @@ var specLevels = map[string]level{
 	"GET /":                         levelPublic,
 	"GET /assets/{filepath:*}":      levelPublic,
 	"GET /health":                   levelPublic,
+	"GET /health/live":              levelPublic,
+	"GET /health/ready":             levelPublic,
 	"GET /metrics":                  levelPublic,
 	"GET /metrics/prometheus":       levelPublic,
 	"POST /api/v1/configure":        levelReadWrite,

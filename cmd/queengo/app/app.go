@@ -240,7 +240,8 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 // one).
 func (a *App) Served() <-chan error { return a.served }
 
-// Shutdown stops the broker gracefully: parked pops answer empty at once,
+// Shutdown stops the broker gracefully: /health/ready answers 503 and
+// pushes are refused (503), parked pops answer empty at once,
 // pushes in flight finish their segment writes, then the server lets go of
 // its connections (within cfg.ShutdownTimeout or ctx, whichever ends first),
 // the background jobs stop and the store closes. It closes the store also
@@ -250,6 +251,9 @@ func (a *App) Shutdown(ctx context.Context) {
 	if a.srv == nil {
 		return
 	}
+	// Not ready any more, no new pushes; then parked pops answer 204 at
+	// once (broker.Close) and the requests in flight finish.
+	a.srv.Drain()
 	close(a.stopMigrate)
 	<-a.migrated
 	a.buffer.Close()
