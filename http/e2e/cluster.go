@@ -158,7 +158,9 @@ func NewPrimary(t testing.TB, extra string) *Cluster {
 }
 
 // NewStandby makes a streaming standby of primary with pg_basebackup -R and
-// starts it. extra lines go to its postgresql.conf.
+// starts it, named "standby" on the primary (synchronous_standby_names
+// there may name it), with no synchronous standby of its own once promoted.
+// extra lines go to its postgresql.conf.
 func NewStandby(t testing.TB, primary *Cluster, extra string) *Cluster {
 	t.Helper()
 	owner, dir := newClusterDir(t, "standby", primary.cred)
@@ -170,10 +172,21 @@ func NewStandby(t testing.TB, primary *Cluster, extra string) *Cluster {
 		"-D", dir, "-R", "-X", "stream", "-c", "fast"); err != nil {
 		t.Fatal(err)
 	}
+	// The primary's synchronous_standby_names came with the base backup:
+	// promoted, the standby would wait for a standby of its own forever.
+	c.configure(t, "synchronous_standby_names = ''\n"+extra)
 	// The standby's name on the primary (pg_stat_replication,
-	// synchronous_standby_names).
-	c.configure(t, extra+"\nprimary_conninfo = 'host=127.0.0.1 port="+strconv.Itoa(primary.Port)+
-		" user=postgres application_name=standby'\n")
+	// synchronous_standby_names), in postgresql.auto.conf, after the
+	// primary_conninfo -R wrote there, which it overrides.
+	f, err := os.OpenFile(filepath.Join(dir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "\nprimary_conninfo = 'host=127.0.0.1 port=%d user=postgres application_name=standby'\n", primary.Port)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Start(t)
 	return c
 }
