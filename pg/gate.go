@@ -119,8 +119,15 @@ func (g *dialGate) report(now time.Time) {
 }
 
 // connectFailed reports whether err is a failed attempt to open a
-// connection: the server refused it, did not answer, or was read-only.
+// connection to a server that is away: it refused the connection, did not
+// answer, or was read-only. A server out of connection slots (53300,
+// 53400) is up, and a slot may free at any moment: such an attempt is no
+// reason to hold the next requests back.
 func connectFailed(err error) bool {
 	var connErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == codeTooManyConns || pgErr.Code == codeTooManyConnsUsr) {
+		return false
+	}
 	return errors.As(err, &connErr)
 }

@@ -45,6 +45,11 @@ func TestStartWithDatabaseDown_ServesAndMigratesOnceItAnswers(t *testing.T) {
 		}
 	}
 
+	// Ready all the same: the push buffer takes the pushes.
+	if r := s.Get(t, "/health/ready"); r.Status != 200 {
+		t.Errorf("/health/ready while the database is down, with a buffer: %d %s", r.Status, r.Body)
+	}
+
 	b.proxy.Restore()
 	if err := e2e.Eventually(20*time.Second, 100*time.Millisecond, func() error {
 		if r, err := s.DoCtx(context.Background(), "GET", "/health", nil); err != nil || r.Status != 200 {
