@@ -2,6 +2,7 @@ package pushtest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,6 +46,41 @@ func TestPush_SegmentIsCutAtItsCeiling(t *testing.T) {
 	t.Logf("%d messages in %d segments, the largest of %d", total, segments, most)
 	if most > 2 {
 		t.Errorf("a segment of %d messages, over SEGMENT_MAX_ITEMS=2", most)
+	}
+	if total != pushes+1 {
+		t.Errorf("%d messages stored, want %d", total, pushes+1)
+	}
+}
+
+// Issue 41, defect 4: the byte ceiling (SEGMENT_MAX_BYTES): concurrent
+// pushes whose payloads together pass it are not merged into one segment;
+// a segment holds pushes up to the ceiling, or one push alone.
+func TestPush_SegmentIsCutAtItsByteCeiling(t *testing.T) {
+	t.Parallel()
+	s := e2e.Start(t, "SEGMENT_MAX_BYTES=1000")
+	q := e2e.Unique(t, "bytes")
+	s.Push(t, e2e.PushItem{Queue: q, Partition: "P", Payload: 0})
+	pad := strings.Repeat("x", 600) // one push per segment: two are over 1000 bytes
+	const pushes = 30
+	var wg sync.WaitGroup
+	for i := range pushes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, res, err := s.PushCtx(context.Background(), e2e.PushItem{Queue: q, Partition: "P", TransactionID: e2e.TxID("b"),
+				Payload: map[string]any{"i": i, "pad": pad}})
+			if err != nil || st != 201 || res[0].Status != "queued" {
+				t.Errorf("push %d: %d %+v %v", i, st, res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	pid := e2e.PartitionID(t, q, "P")
+	most := e2e.QueryInt(t, e2e.DB, `SELECT max(last_offset - first_offset + 1) FROM queen.segments
+ WHERE partition_id = $1 AND first_offset > 0`, pid)
+	total := e2e.QueryInt(t, e2e.DB, `SELECT sum(last_offset - first_offset + 1) FROM queen.segments WHERE partition_id = $1`, pid)
+	if most > 1 {
+		t.Errorf("a segment of %d pushes of 600 bytes, over SEGMENT_MAX_BYTES=1000", most)
 	}
 	if total != pushes+1 {
 		t.Errorf("%d messages stored, want %d", total, pushes+1)
