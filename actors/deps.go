@@ -38,6 +38,9 @@ type deps struct {
 	// Config.CommitsInFlight.
 	claimsInFlight  int
 	commitsInFlight int
+	// segmentMaxBytes and segmentMaxItems: Config.SegmentMaxBytes and
+	// Config.SegmentMaxItems.
+	segmentMaxBytes, segmentMaxItems int
 	// maxParked caps the parked pops of one actor (maxParkedDefault).
 	maxParked int
 	// idleAfter is how often the registry asks its actors whether they are

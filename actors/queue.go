@@ -65,7 +65,7 @@ func (a *queueActor) Receive(ctx actor.Context) {
 		a.h.received++
 		w := a.writers[m.partition]
 		if w == nil {
-			w = &partitionWriter{name: m.partition}
+			w = &partitionWriter{name: m.partition, maxBytes: a.d.segmentMaxBytes, maxItems: a.d.segmentMaxItems}
 			a.writers[m.partition] = w
 		}
 		w.used = true

@@ -23,6 +23,9 @@ type partitionWriter struct {
 	pid      uuid.UUID     // uuid.Nil until looked up, and after a failed commit
 	ensuring bool          // a lookup of the partition is running
 	pending  []*appendReq  // the pushes for the next segment
+	// maxBytes and maxItems cap the payload bytes and items of a segment
+	// (0: no cap); a push over either goes alone.
+	maxBytes, maxItems int
 
 	// The segment cut for commit; reqs, frames and owner are nil when there
 	// is none (the frames' payloads point into the pushers' request bodies).
@@ -57,17 +60,31 @@ func (w *partitionWriter) ready(m *partitionReady) {
 }
 
 // cut turns the pending pushes into the next segment, unless one is in
-// flight or the partition is not known yet, and reports whether it did.
-// Inside a segment the first occurrence of a transaction id wins; later ones
-// are duplicates of it.
+// flight or the partition is not known yet, and reports whether it did. The
+// segment takes the pending pushes in order while they fit the ceilings
+// (maxBytes, maxItems), at least one; the others wait for the next. Inside a
+// segment the first occurrence of a transaction id wins; later ones are
+// duplicates of it.
 func (w *partitionWriter) cut() bool {
 	if w.reqs != nil || w.ensuring || w.pid == uuid.Nil || len(w.pending) == 0 {
 		return false
 	}
-	w.reqs, w.pending, w.segPID = w.pending, nil, w.pid
-	n := 0
-	for _, r := range w.reqs {
-		n += len(r.frames)
+	take, n, size := 0, 0, 0
+	for _, r := range w.pending {
+		rn, rsize := len(r.frames), 0
+		for i := range r.frames {
+			rsize += len(r.frames[i].Payload)
+		}
+		if take > 0 && (w.maxItems > 0 && n+rn > w.maxItems || w.maxBytes > 0 && size+rsize > w.maxBytes) {
+			break
+		}
+		take, n, size = take+1, n+rn, size+rsize
+	}
+	// The segment's slice is capped: finish's append to it (a retry) must
+	// not write over the pushes still pending behind it.
+	w.reqs, w.segPID = w.pending[:take:take], w.pid
+	if w.pending = w.pending[take:]; len(w.pending) == 0 {
+		w.pending = nil
 	}
 	w.frames = make([]queengo.Frame, 0, n)
 	w.owner = make([]int, 0, n)

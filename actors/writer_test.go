@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -138,5 +139,35 @@ func TestPartitionWriter_SealsAfterEncryptionTurnedOn(t *testing.T) {
 	}
 	if d := <-ch; d.results[0].Status != queengo.PushQueued {
 		t.Fatalf("after the retry: %+v, want queued", d.results[0])
+	}
+}
+
+// TestPartitionWriter_SegmentIsCutAtItsCeilings (issue 41, defect 4): the
+// pending pushes are coalesced only up to the segment's byte and item
+// ceilings, in order; the rest make the next segments, and a push over a
+// ceiling goes alone.
+func TestPartitionWriter_SegmentIsCutAtItsCeilings(t *testing.T) {
+	t.Parallel()
+	sized := func(n, size int) *appendReq {
+		r, _ := push(make([]string, n)...)
+		for i := range r.frames {
+			r.frames[i].TransactionID = uuid.NewString()
+			r.frames[i].Payload = make([]byte, size)
+		}
+		return r
+	}
+	w := &partitionWriter{name: "p", pid: uuid.New(), maxBytes: 100, maxItems: 4}
+	w.pending = append(w.pending, sized(1, 60), sized(1, 30), sized(1, 20), sized(1, 500), sized(3, 1), sized(2, 1))
+	var segments []int
+	for w.cut() {
+		segments = append(segments, len(w.frames))
+		n := len(w.frames)
+		if err := w.finish(make([]uuid.UUID, n), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 60+30 fit 100 bytes; 20 waits; 500 goes alone; 3 items, then 2 (5 > 4).
+	if want := []int{2, 1, 1, 3, 2}; !slices.Equal(segments, want) {
+		t.Fatalf("segments of %v frames, want %v", segments, want)
 	}
 }

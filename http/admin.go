@@ -32,6 +32,36 @@ func (s *Server) handleHealth(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, code, buf)
 }
 
+// handleLive is the liveness probe: the process serves HTTP. It reads
+// nothing else, so a database outage never gets the broker restarted.
+func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"live"}`))
+}
+
+// handleReady is the readiness probe: 200 when the broker can take traffic,
+// that is the database answers SELECT 1 within healthTimeout, or it does not
+// but the push buffer takes the pushes; 503 when neither, and while the
+// broker drains (Drain).
+func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
+	if s.draining.Load() {
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, []byte(`{"status":"draining","ready":false}`))
+		return
+	}
+	c, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	err := s.broker.Health(c)
+	cancel()
+	switch {
+	case err == nil:
+		writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ready","ready":true,"database":"connected"}`))
+	case s.broker.BufferStats().Enabled:
+		writeJSON(ctx, fasthttp.StatusOK, []byte(`{"status":"ready","ready":true,"database":"disconnected","buffer":"taking pushes"}`))
+	default:
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, []byte(`{"status":"not ready","ready":false,"database":"disconnected"}`))
+	}
+}
+
 func (s *Server) handleDeleteQueue(ctx *fasthttp.RequestCtx) {
 	name, e := pathName(ctx, "queue")
 	if e != nil {

@@ -49,6 +49,14 @@ type AuthConfig struct {
 	Issuer, Audience string
 	// ClockSkew is the tolerance of the exp, nbf and iat checks.
 	ClockSkew time.Duration
+	// AllowNoExp accepts tokens without an exp claim, for identity
+	// providers that issue such; by default they are refused (401), as a
+	// token that never expires cannot be taken back short of a key change.
+	AllowNoExp bool
+	// MaxTokenAge, when more than 0, refuses a token issued longer ago
+	// (its iat, give or take ClockSkew), and a token without iat. It bounds
+	// the life of tokens whose exp is far off or, with AllowNoExp, absent.
+	MaxTokenAge time.Duration
 	// RolesClaim names a string claim and RolesArrayClaim an array of
 	// strings; the highest role found in either gives the token its level.
 	RolesClaim, RolesArrayClaim string
@@ -114,6 +122,9 @@ func NewAuth(cfg AuthConfig, log *slog.Logger) (*Auth, error) {
 		jwt.WithLeeway(cfg.ClockSkew),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(func() time.Time { return a.now() }),
+	}
+	if !cfg.AllowNoExp {
+		opts = append(opts, jwt.WithExpirationRequired())
 	}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -309,6 +320,17 @@ func (a *Auth) verify(token string, now time.Time) (*identity, *apiError) {
 	if exp, _ := claims.GetExpirationTime(); exp != nil {
 		id.until = min(id.until, exp.Add(a.cfg.ClockSkew).UnixNano())
 	}
+	if a.cfg.MaxTokenAge > 0 {
+		iat, _ := claims.GetIssuedAt()
+		if iat == nil {
+			return nil, &errTokenNoIssuedAt
+		}
+		end := iat.Add(a.cfg.MaxTokenAge + a.cfg.ClockSkew)
+		if !now.Before(end) {
+			return nil, &errTokenTooOld
+		}
+		id.until = min(id.until, end.UnixNano())
+	}
 	return id, nil
 }
 
@@ -362,6 +384,8 @@ func (a *Auth) tokenError(t *jwt.Token, err, fetchErr error) apiError {
 		return errTokenSignature
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return errTokenExpired
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return errTokenNoExp
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return errTokenNotYetValid
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):

@@ -27,6 +27,8 @@ var specLevels = map[string]level{
 	"GET /":                         levelPublic,
 	"GET /assets/{filepath:*}":      levelPublic,
 	"GET /health":                   levelPublic,
+	"GET /health/live":              levelPublic,
+	"GET /health/ready":             levelPublic,
 	"GET /metrics":                  levelPublic,
 	"GET /metrics/prometheus":       levelPublic,
 	"POST /api/v1/configure":        levelReadWrite,
@@ -243,7 +245,7 @@ func TestAuthCachedTokenIsCheckedAgainAfterAMinute(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)
 	a := newTestAuth(t, t0)
-	tok := []byte(hs256(t, jwt.MapClaims{"role": "admin"})) // no exp
+	tok := []byte(hs256(t, jwt.MapClaims{"role": "admin", "exp": t0.Add(time.Hour).Unix()})) // exp past the cache's age
 	if _, e := a.check(tok, levelAdmin); e != nil {
 		t.Fatal(e)
 	}
@@ -282,6 +284,7 @@ func TestAuthRoleLevelsIncludeTheLevelsBelow(t *testing.T) {
 		{jwt.MapClaims{"role": "read-only", "roles": []string{"admin"}}, levelAdmin},
 		{jwt.MapClaims{"role": "superuser"}, levelPublic},
 	} {
+		tc.claims["exp"] = t0.Add(time.Hour).Unix()
 		tok := []byte(hs256(t, tc.claims))
 		for _, need := range []level{levelReadOnly, levelReadWrite, levelAdmin} {
 			_, e := a.check(tok, need)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
@@ -232,7 +234,13 @@ var (
 
 // The broker's failures, see failure and popFailure.
 var (
-	errPopNoConn           = apiError{fasthttp.StatusInternalServerError, "pop_no_connection", "pool"}
+	// A pop's database failures that pass (no connection within the acquire
+	// timeout, the database unreachable or timing out) are retryable 503s
+	// with Retry-After, as on the other routes; their texts stay the
+	// reference's 500s' ("pool", "pop failed"), which clients match on.
+	errPopNoConn           = apiError{fasthttp.StatusServiceUnavailable, "pop_no_connection", "pool"}
+	errPopUnavailable      = apiError{fasthttp.StatusServiceUnavailable, "pop_database_unavailable", "pop failed"}
+	errPopTimedOut         = apiError{fasthttp.StatusServiceUnavailable, "pop_database_timeout", "pop failed"}
 	errPopFailed           = apiError{fasthttp.StatusInternalServerError, "pop_failed", "pop failed"}
 	errClientGone          = apiError{fasthttp.StatusInternalServerError, "client_gone", "pop failed"}
 	errShuttingDown        = apiError{fasthttp.StatusServiceUnavailable, "shutting_down", "broker is shutting down"}
@@ -277,10 +285,16 @@ var (
 	errForbidden        = apiError{fasthttp.StatusForbidden, "forbidden", "Insufficient permissions"}
 	errTokenExpired     = apiError{fasthttp.StatusUnauthorized, "token_expired", "Token has expired"}
 	errTokenNotYetValid = apiError{fasthttp.StatusUnauthorized, "token_not_yet_valid", "Token is not yet valid"}
-	errTokenSignature   = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
-	errTokenIssuer      = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
-	errTokenAudience    = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
-	errJWKSFetch        = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
+	// A token without exp (JWT_ALLOW_NO_EXP lets it in), or past the
+	// maximum token age (JWT_MAX_TOKEN_AGE), or without the iat that age
+	// is read from: queengo's own refusals, the reference accepts these.
+	errTokenNoExp      = apiError{fasthttp.StatusUnauthorized, "token_no_expiry", "Token has no expiration time (exp)"}
+	errTokenTooOld     = apiError{fasthttp.StatusUnauthorized, "token_too_old", "Token is older than the maximum token age"}
+	errTokenNoIssuedAt = apiError{fasthttp.StatusUnauthorized, "token_no_issued_at", "Token has no issue time (iat), which the maximum token age needs"}
+	errTokenSignature  = apiError{fasthttp.StatusUnauthorized, "token_signature_invalid", "Invalid token signature"}
+	errTokenIssuer     = apiError{fasthttp.StatusUnauthorized, "token_issuer_invalid", "Invalid token issuer"}
+	errTokenAudience   = apiError{fasthttp.StatusUnauthorized, "token_audience_invalid", "Invalid token audience"}
+	errJWKSFetch       = apiError{fasthttp.StatusInternalServerError, "jwks_fetch_failed", "Failed to fetch JWKS"}
 )
 
 func errUnknownKID(kid string) apiError {
@@ -337,10 +351,10 @@ var typedErrors = []struct {
 	entry, pop apiError
 }{
 	{queengo.ErrCancelled, errClientGone, errClientGone},
-	{queengo.ErrClosed, errShuttingDown, errPopFailed},
+	{queengo.ErrClosed, errShuttingDown, errShuttingDown},
 	{queengo.ErrPool, errDatabaseNoConn, errPopNoConn},
-	{queengo.ErrUnavailable, errDatabaseUnavailable, errPopFailed},
-	{queengo.ErrTimeout, errDatabaseTimedOut, errPopFailed},
+	{queengo.ErrUnavailable, errDatabaseUnavailable, errPopUnavailable},
+	{queengo.ErrTimeout, errDatabaseTimedOut, errPopTimedOut},
 	// A row that vanished under a route that addresses none (a queue
 	// deleted during an ack); routes that address one answer its 404
 	// (failureOf).
@@ -405,9 +419,18 @@ func (s *Server) errorCounter(code string) *metrics.Counter {
 	return s.metrics.GetOrCreateCounter(`queengo_http_errors_total{code="` + code + `"}`)
 }
 
-// writeError answers e as {"error": message} and counts it.
+// retryAfter is the Retry-After of every 503, in seconds: the broker's own
+// condition (the database away, shutting down, a full buffer) that a
+// client's retry a moment later may find gone.
+const retryAfter = "1"
+
+// writeError answers e as {"error": message} and counts it. A 503 carries
+// Retry-After: the request may be sent again.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, e apiError) {
 	s.countError(e)
+	if e.Status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+	}
 	buf := append(make([]byte, 0, 64), `{"error":`...)
 	buf = appendString(buf, e.Message)
 	buf = append(buf, '}')
@@ -422,10 +445,54 @@ func (s *Server) writeFailure(ctx *fasthttp.RequestCtx, e apiError, err error, a
 }
 
 // logFailure logs err, a failure the broker reported, under the code of its
-// answer e when the fault is the server's (5xx; not a client that left).
+// answer e when the fault is the server's (5xx; not a client that left): the
+// first of a code at once, then at most one line a second per code, which
+// counts the failures of that code it stands for ("repeated"). An outage
+// fails every request; a line for each was 100 MB of log in 10 s.
 func (s *Server) logFailure(ctx *fasthttp.RequestCtx, e apiError, err error, attrs ...any) {
 	if e.Status < fasthttp.StatusInternalServerError || e == errClientGone {
 		return
 	}
-	s.log.Warn("request failed", append([]any{"path", string(ctx.Path()), "code", e.Code, "err", err}, attrs...)...)
+	n, ok := s.failures.take(e.Code, time.Now())
+	if !ok {
+		return
+	}
+	s.log.Warn("request failed", append([]any{"path", string(ctx.Path()), "code", e.Code, "err", err, "repeated", n}, attrs...)...)
+}
+
+// failureLogEvery spaces the log lines of one error code.
+const failureLogEvery = time.Second
+
+// failureLog is the log limiter of logFailure, per error code.
+type failureLog struct {
+	mu    sync.Mutex
+	codes map[string]*failureStreak
+}
+
+type failureStreak struct {
+	last   time.Time // when a line of the code was last logged
+	unseen int       // failures since, not logged
+}
+
+// take counts a failure of code at now and reports whether to log it, with
+// how many failures the line stands for (itself and the ones not logged
+// since the last line).
+func (f *failureLog) take(code string, now time.Time) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.codes == nil {
+		f.codes = map[string]*failureStreak{}
+	}
+	st := f.codes[code]
+	if st == nil {
+		st = &failureStreak{}
+		f.codes[code] = st
+	}
+	st.unseen++
+	if !st.last.IsZero() && now.Sub(st.last) < failureLogEvery {
+		return 0, false
+	}
+	n := st.unseen
+	st.last, st.unseen = now, 0
+	return n, true
 }

@@ -164,7 +164,9 @@ func TestErrorTable_WireMessages(t *testing.T) {
 		status int
 		body   string
 	}{
-		{errPopNoConn, 500, `{"error":"pool"}`},
+		{errPopNoConn, 503, `{"error":"pool"}`},
+		{errPopUnavailable, 503, `{"error":"pop failed"}`},
+		{errPopTimedOut, 503, `{"error":"pop failed"}`},
 		{errPopFailed, 500, `{"error":"pop failed"}`},
 		{errDatabase, 500, `{"error":"database error"}`},
 		{errDatabaseNoConn, 503, `{"error":"database unavailable"}`},

@@ -51,7 +51,7 @@ var secondsBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 // databaseErrors are the error table's entries that mean the database
 // failed a request; their counts are RequestCounts.DBErrors.
 var databaseErrors = []apiError{errDatabase, errRowMissing, errDatabaseNoConn, errDatabaseUnavailable,
-	errDatabaseTimedOut, errPopNoConn, errPopFailed}
+	errDatabaseTimedOut, errPopNoConn, errPopUnavailable, errPopTimedOut, errPopFailed}
 
 // RequestCounts reads the server's request counters, for the metrics
 // collector's process rows.

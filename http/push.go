@@ -285,6 +285,10 @@ func jsonString(raw json.RawMessage) (s string, ok, isNull bool) {
 func (s *Server) handlePush(ctx *fasthttp.RequestCtx) {
 	defer s.m.pushDuration.UpdateDuration(time.Now())
 	s.m.pushRequests.Inc()
+	if s.draining.Load() {
+		s.writeError(ctx, errShuttingDown)
+		return
+	}
 	items, e := parsePush(ctx.PostBody())
 	if e != nil {
 		s.writeError(ctx, *e)

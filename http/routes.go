@@ -49,6 +49,8 @@ type route struct {
 func (s *Server) routes() []route {
 	core := []route{
 		{fasthttp.MethodGet, "/health", levelPublic, s.handleHealth},
+		{fasthttp.MethodGet, "/health/live", levelPublic, s.handleLive},
+		{fasthttp.MethodGet, "/health/ready", levelPublic, s.handleReady},
 		{fasthttp.MethodGet, "/metrics", levelPublic, s.handleMetrics},
 		{fasthttp.MethodGet, "/metrics/prometheus", levelPublic, s.handlePrometheus},
 		{fasthttp.MethodPost, "/api/v1/configure", levelReadWrite, s.handleConfigure},

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -92,6 +93,11 @@ type Server struct {
 	metrics *metrics.Set
 	m       serverMetrics
 	started time.Time
+	// failures spaces the log lines of failed requests (logFailure).
+	failures failureLog
+	// draining: Drain was called; /health/ready answers 503 and pushes
+	// are refused while the requests in flight finish.
+	draining atomic.Bool
 }
 
 // New builds the server and its routes.
@@ -161,6 +167,11 @@ func New(cfg Config, broker Broker) *Server {
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(retryAccept(ln, s.log)) }
 
 // Shutdown stops accepting connections and waits for in-flight requests.
+// Drain starts a graceful shutdown: /health/ready answers 503 draining (an
+// orchestrator stops sending traffic) and pushes answer 503 shutting down,
+// while the requests in flight go on. Shutdown follows.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.srv.ShutdownWithContext(ctx)
 	close(s.watch.stop)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,7 +27,10 @@ import (
 
 // Config configures a Store.
 type Config struct {
-	// URL is a libpq connection string or URL.
+	// URL is a libpq connection string or URL. Every host of a multi-host
+	// URL is tried in order; without target_session_attrs in it a
+	// connection must be writable (read-write), so the Store follows the
+	// primary through a failover.
 	URL string
 	// PoolSize caps open connections.
 	PoolSize int
@@ -66,7 +70,18 @@ type Store struct {
 	keys keyring  // opens sealed payloads: seal's key and the read keys
 	// local: the URL's (first) host is a Unix socket or a loopback address.
 	local bool
+	// gate backs off connection attempts while the database is away.
+	gate *dialGate
+	// pending: the schema is not known to be migrated (the database was
+	// unreachable when the broker started); every operation fails with
+	// queengo.ErrUnavailable until SetPending(false).
+	pending atomic.Bool
 }
+
+// SetPending holds every operation of the Store (on, each fails with
+// queengo.ErrUnavailable) or lets them run: a broker that started while its
+// database was unreachable holds them until its migrations ran.
+func (s *Store) SetPending(on bool) { s.pending.Store(on) }
 
 // Open connects a pool (lazily: no connection is made until one is needed)
 // and returns the Store.
@@ -115,12 +130,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
 	local := isLoopback(pcfg.ConnConfig.Host)
-	if !strings.Contains(cfg.URL, "sslmode") && local {
-		// libpq's default sslmode=prefer would encrypt loopback traffic,
-		// which protects nothing and costs both processes CPU on every
-		// byte (it showed in the push profile). An explicit sslmode wins.
-		pcfg.ConnConfig.TLSConfig = nil
-		pcfg.ConnConfig.Fallbacks = nil
+	if !strings.Contains(cfg.URL, "sslmode") {
+		plainLoopback(pcfg.ConnConfig)
+	}
+	if !strings.Contains(cfg.URL, "target_session_attrs") {
+		// Without target_session_attrs in the URL, a connection must still
+		// be writable: one that lands on a standby (or a primary being
+		// demoted) is dropped and the URL's next host tried, so that a
+		// multi-host URL follows the primary through a failover.
+		pcfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -130,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, keys: keys, local: local}, nil
+	return &Store{pool: pool, cfg: cfg, log: log, seal: seal, keys: keys, local: local, gate: &dialGate{log: log}}, nil
 }
 
 // Local reports whether PostgreSQL runs on this machine as far as the URL
@@ -140,6 +158,32 @@ func (s *Store) Local() bool { return s.local }
 // cancelGrace is how long a statement whose context ended waits for the
 // server to acknowledge its cancel request before the connection is dropped.
 const cancelGrace = 250 * time.Millisecond
+
+// plainLoopback drops TLS from the attempts on loopback hosts: libpq's
+// default sslmode=prefer would encrypt loopback traffic, which protects
+// nothing and costs both processes CPU on every byte (it showed in the push
+// profile). Only the TLS attempts of those hosts go: every host of a
+// multi-host URL stays in the list, in its order (the plain attempt that
+// followed a dropped TLS one takes its place). Called only when the URL sets
+// no sslmode; an explicit one wins.
+func plainLoopback(c *pgx.ConnConfig) {
+	first := c.Host
+	if isLoopback(first) {
+		c.TLSConfig = nil
+	}
+	kept := c.Fallbacks[:0]
+	for _, f := range c.Fallbacks {
+		switch {
+		case !isLoopback(f.Host):
+		case f.TLSConfig != nil:
+			continue // its plain attempt follows in the list
+		case f.Host == first && f.Port == c.Port && c.TLSConfig == nil:
+			continue // the first attempt, plain already
+		}
+		kept = append(kept, f)
+	}
+	c.Fallbacks = kept
+}
 
 func isLoopback(host string) bool {
 	if strings.HasPrefix(host, "/") || host == "localhost" {
@@ -197,11 +241,19 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // queengo.ErrTimeout, whatever the driver made of it; a wait for a connection
 // that ran out before ctx did is queengo.ErrPool.
 func (s *Store) withConnWait(ctx context.Context, wait time.Duration, fn func(*pgxpool.Conn) error) error {
+	if s.pending.Load() {
+		return fmt.Errorf("%w: the schema is not migrated yet: the database has not answered since the broker started", queengo.ErrUnavailable)
+	}
+	probe, err := s.gate.admit()
+	if err != nil {
+		return err
+	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		actx, cancel = context.WithTimeout(ctx, wait)
 	}
 	c, err := s.pool.Acquire(actx)
+	s.gate.done(probe, err)
 	// Read before cancel, which would set it in any case.
 	waitedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -214,7 +266,23 @@ func (s *Store) withConnWait(ctx context.Context, wait time.Duration, fn func(*p
 		return translateCtx(ctx, err)
 	}
 	defer c.Release()
-	return translateCtx(ctx, fn(c))
+	err = fn(c)
+	if readOnly(err) {
+		// The server became a standby under the connection (a switch-over
+		// demoted it): close it, so that the pool's next connection looks
+		// for the primary among the URL's hosts.
+		cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+		_ = c.Conn().Close(cctx)
+		cancel()
+	}
+	return translateCtx(ctx, err)
+}
+
+// readOnly reports whether err is a write refused by a read-only server
+// (SQLSTATE 25006).
+func readOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeReadOnly
 }
 
 // withTx runs fn inside a transaction on a pooled connection, under the
@@ -263,6 +331,8 @@ const (
 	codeCannotConnect   = "57P03"
 	codeTooManyConns    = "53300"
 	codeTooManyConnsUsr = "53400"
+	// A write on a standby, or on a primary being demoted.
+	codeReadOnly = "25006"
 )
 
 // translate maps driver errors onto queengo's sentinels, keeping the original
@@ -283,7 +353,7 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %v", queengo.ErrNotFound, err)
 		case codeQueueChanged:
 			return fmt.Errorf("%w: %v", queengo.ErrQueueChanged, err)
-		case codeAdminShutdown, codeCrashShutdown, codeCannotConnect, codeTooManyConns, codeTooManyConnsUsr:
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnect, codeTooManyConns, codeTooManyConnsUsr, codeReadOnly:
 			return fmt.Errorf("%w: %v", queengo.ErrUnavailable, err)
 		}
 		if strings.HasPrefix(pgErr.Code, classConnection) {

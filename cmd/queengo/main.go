@@ -109,6 +109,9 @@ func run(cfg *app.Config, log *slog.Logger, migrateOnly bool) error {
 	}
 	if migrateOnly {
 		a.Shutdown(ctx)
+		if a.Pending() {
+			return errors.New("database unavailable: the migrations did not run")
+		}
 		return nil
 	}
 	if err := a.Start(nil); err != nil {

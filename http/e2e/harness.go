@@ -192,6 +192,9 @@ type StartOpts struct {
 	// that the Go runtime cannot raise it), set by /bin/sh's ulimit before
 	// it execs the broker.
 	NoFile int
+	// Port, with Process, is the port to serve on (0: a free one): a
+	// broker restarted where its clients know it.
+	Port int
 	// Attempts is how many brokers to start before giving up when one
 	// fails at start (a broker whose acquire timeout is shorter than its
 	// first dial on a loaded machine); 0 is 1.
@@ -336,9 +339,11 @@ func startProcess(o StartOpts) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(bin)
 	if o.NoFile > 0 {

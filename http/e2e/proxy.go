@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -35,6 +36,8 @@ type Proxy struct {
 	repliesThawed chan struct{}
 	cut           bool
 	closed        bool
+	// accepted counts the connections the proxy accepted, cut or not.
+	accepted atomic.Int64
 }
 
 // NewProxy listens on listenAddr ("127.0.0.1:0": any free port) and forwards
@@ -72,6 +75,10 @@ func StartDBProxy(t testing.TB, dbURL string) (*Proxy, string) {
 	u.Host = p.Addr()
 	return p, u.String()
 }
+
+// Accepted is how many connections the proxy accepted so far, reset (Cut)
+// or forwarded: the connection attempts of its clients.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 
 // Addr is the address the proxy listens on.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
@@ -194,6 +201,7 @@ func (p *Proxy) serve() {
 		if err != nil {
 			return
 		}
+		p.accepted.Add(1)
 		if !p.admit(c) {
 			continue
 		}

@@ -71,6 +71,16 @@ func (d *Database) Drop() error {
 	return exec(d.admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
 }
 
+// Close closes the connections of QueryRow, leaving the database as it is.
+func (d *Database) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pool != nil {
+		d.pool.Close()
+		d.pool = nil
+	}
+}
+
 // Exec runs one statement on the database.
 func (d *Database) Exec(sql string, args ...any) error { return exec(d.URL, sql, args...) }
 

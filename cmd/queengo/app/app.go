@@ -11,6 +11,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/queengo/queengo"
 	"github.com/queengo/queengo/actors"
 	"github.com/queengo/queengo/cmd/queengo/admin"
 	"github.com/queengo/queengo/cmd/queengo/jobs"
@@ -46,9 +47,19 @@ type App struct {
 	srv       *qhttp.Server
 	ln        net.Listener
 	served    chan error
+
+	// pending: the database was unreachable at Open; migrateLater
+	// migrates once it answers, until stopMigrate closes, and closes
+	// migrated when it is done (at once when there was nothing to wait for).
+	pending     bool
+	stopMigrate chan struct{}
+	migrated    chan struct{}
 }
 
 // Open connects to the database of cfg and applies the schema migrations.
+// A database that cannot be reached (refused, timing out) is no error:
+// the App starts Pending, serving without it, and Start migrates once it
+// answers. Any other failure (a wrong password, a failed migration) is.
 func Open(ctx context.Context, cfg *Config, log *slog.Logger) (*App, error) {
 	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
 		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log,
@@ -61,15 +72,81 @@ func Open(ctx context.Context, cfg *Config, log *slog.Logger) (*App, error) {
 	}
 	cfg.logIgnored(log)
 	logEncryption(cfg, log)
+	a := &App{cfg: cfg, log: log, store: store, metrics: metrics.NewSet()}
 	mctx, cancel := context.WithTimeout(ctx, migrateTimeout)
-	applied, err := store.Migrate(mctx)
+	err = a.migrate(mctx)
 	cancel()
-	if err != nil {
+	switch {
+	case err == nil:
+	case queengo.DatabaseDown(err):
+		// Serve anyway: pushes go to the push buffer, the rest answers a
+		// retryable 503, and Start migrates once the database answers.
+		log.Warn("database unreachable at start; serving without it and migrating once it answers", "err", err)
+		store.SetPending(true)
+		a.pending = true
+	default:
 		store.Close()
 		return nil, err
 	}
-	log.Info("schema migrated", "applied", applied)
-	return &App{cfg: cfg, log: log, store: store, metrics: metrics.NewSet()}, nil
+	return a, nil
+}
+
+// Pending reports whether the schema waits to be migrated: the database was
+// unreachable at Open.
+func (a *App) Pending() bool { return a.pending }
+
+// migrate applies the schema migrations and then checks the session's time
+// zone.
+func (a *App) migrate(ctx context.Context) error {
+	applied, err := a.store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	a.log.Info("schema migrated", "applied", applied)
+	return nil
+}
+
+// Migration retries at start: the first after migrateRetryMin, each further
+// one twice as late, up to migrateRetryMax.
+const (
+	migrateRetryMin = 100 * time.Millisecond
+	migrateRetryMax = 2 * time.Second
+)
+
+// migrateLater migrates once the database answers, retrying with a backoff
+// until it did or stop is closed, and then lets the store's operations run
+// (the push buffer then replays what it took meanwhile).
+func (a *App) migrateLater(stop <-chan struct{}) {
+	defer close(a.migrated)
+	wait := migrateRetryMin
+	var lastLog time.Time
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+		err := a.migrate(ctx)
+		cancel()
+		if err == nil {
+			a.store.SetPending(false)
+			a.checkTimeZone()
+			return
+		}
+		if time.Since(lastLog) >= time.Second {
+			lastLog = time.Now()
+			a.log.Warn("database still unreachable; migrating once it answers", "err", err, "next_in", wait.String())
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, migrateRetryMax)
+	}
+}
+
+// checkTimeZone warns when the session time zone is not UTC.
+func (a *App) checkTimeZone() {
+	if tz, err := a.store.TimeZone(context.Background()); err == nil && tz != "UTC" && tz != "Etc/UTC" {
+		a.log.Warn("the database session time zone is not UTC: createdAt values carry a literal Z and will be wrong", "timezone", tz)
+	}
 }
 
 // Local reports whether PostgreSQL runs on this machine as far as the
@@ -82,9 +159,8 @@ func (a *App) Local() bool { return a.store.Local() }
 // for Shutdown to close.
 func (a *App) Start(ln net.Listener) error {
 	cfg, log, store := a.cfg, a.log, a.store
-	ctx := context.Background()
-	if tz, err := store.TimeZone(ctx); err == nil && tz != "UTC" && tz != "Etc/UTC" {
-		log.Warn("the database session time zone is not UTC: createdAt values carry a literal Z and will be wrong", "timezone", tz)
+	if !a.pending {
+		a.checkTimeZone()
 	}
 	a.metrics.NewGauge(`queengo_db_pool_connections{state="total"}`, func() float64 { t, _, _ := store.PoolStats(); return float64(t) })
 	a.metrics.NewGauge(`queengo_db_pool_connections{state="idle"}`, func() float64 { _, i, _ := store.PoolStats(); return float64(i) })
@@ -112,7 +188,8 @@ func (a *App) Start(ln net.Listener) error {
 	a.broker = actors.New(actors.Config{Store: store, Notifier: store, Logger: log, Backoff: actors.Backoff{
 		Initial: cfg.PopWaitInitial, Threshold: cfg.PopWaitThreshold,
 		Multiplier: cfg.PopWaitMultiplier, Max: cfg.PopWaitMax,
-	}, RequestTimeout: cfg.RequestTimeout, Metrics: a.metrics})
+	}, RequestTimeout: cfg.RequestTimeout, Metrics: a.metrics,
+		SegmentMaxBytes: cfg.SegmentMaxBytes, SegmentMaxItems: cfg.SegmentMaxItems})
 	a.buffer = pushbuffer.New(pushbuffer.Config{Files: a.files, Switch: store, Push: a.broker.Push, Ping: store.Ping,
 		MaxBatch: cfg.FileBufferMaxBatch, FlushInterval: cfg.FileBufferFlush, Timeout: cfg.RequestTimeout,
 		Logger: log, Metrics: a.metrics})
@@ -149,6 +226,12 @@ func (a *App) Start(ln net.Listener) error {
 	d.collector = a.collector
 	d.cfg = cfg
 	a.collector.Start()
+	a.stopMigrate, a.migrated = make(chan struct{}), make(chan struct{})
+	if a.pending {
+		go a.migrateLater(a.stopMigrate)
+	} else {
+		close(a.migrated)
+	}
 	a.served = make(chan error, 1)
 	go func() { a.served <- a.srv.Serve(ln) }()
 	return nil
@@ -161,7 +244,8 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 // one).
 func (a *App) Served() <-chan error { return a.served }
 
-// Shutdown stops the broker gracefully: parked pops answer empty at once,
+// Shutdown stops the broker gracefully: /health/ready answers 503 and
+// pushes are refused (503), parked pops answer empty at once,
 // pushes in flight finish their segment writes, then the server lets go of
 // its connections (within cfg.ShutdownTimeout or ctx, whichever ends first),
 // the background jobs stop and the store closes. It closes the store also
@@ -171,6 +255,11 @@ func (a *App) Shutdown(ctx context.Context) {
 	if a.srv == nil {
 		return
 	}
+	// Not ready any more, no new pushes; then parked pops answer 204 at
+	// once (broker.Close) and the requests in flight finish.
+	a.srv.Drain()
+	close(a.stopMigrate)
+	<-a.migrated
 	a.buffer.Close()
 	a.broker.Close()
 	sctx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownTimeout)

@@ -49,6 +49,8 @@ func loadAuth(e *envReader, c *Config) {
 	e.str("JWT_ISSUER", &a.Issuer)
 	e.str("JWT_AUDIENCE", &a.Audience)
 	e.seconds("JWT_CLOCK_SKEW", &a.ClockSkew)
+	e.bool("JWT_ALLOW_NO_EXP", &a.AllowNoExp)
+	e.seconds("JWT_MAX_TOKEN_AGE", &a.MaxTokenAge)
 	e.seconds("JWT_JWKS_REFRESH_INTERVAL", &a.JWKSRefresh)
 	e.millis("JWT_JWKS_TIMEOUT_MS", &a.JWKSTimeout)
 	e.str("JWT_ROLES_CLAIM", &a.RolesClaim)

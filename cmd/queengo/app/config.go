@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/queengo/queengo"
+	"github.com/queengo/queengo/actors"
 	"github.com/queengo/queengo/cmd/queengo/cli"
 	"github.com/queengo/queengo/cmd/queengo/jobs"
 	"github.com/queengo/queengo/cmd/queengo/pushbuffer"
@@ -48,10 +49,10 @@ const (
 	PopWaitMultiplierDefault = 2.0
 	PopWaitMaxDefault        = time.Second
 	// PoolAcquireTimeoutDefault bounds the wait for a connection; past it a
-	// pop answers 500 {"error":"pool"}.
+	// pop answers 503 {"error":"pool"}.
 	PoolAcquireTimeoutDefault = 5 * time.Second
 	// StatementTimeoutDefault cancels a statement running this long; a pop
-	// then answers 500 {"error":"pop failed"}.
+	// then answers 503 {"error":"pop failed"}.
 	StatementTimeoutDefault = 30 * time.Second
 	// ShutdownTimeoutDefault bounds graceful shutdown.
 	ShutdownTimeoutDefault = 30 * time.Second
@@ -191,6 +192,12 @@ type Config struct {
 	// ignored are the reference server's variables set in the environment
 	// that queengo does not read, logged once at start (ignored.go).
 	ignored []ignoredVar
+	// SegmentMaxBytes (SEGMENT_MAX_BYTES) and SegmentMaxItems
+	// (SEGMENT_MAX_ITEMS) cap the payload bytes and items the pushes to one
+	// partition coalesce into one segment (actors.Config); a push over
+	// either is a segment of its own.
+	SegmentMaxBytes int
+	SegmentMaxItems int
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -218,6 +225,7 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 			MaxBytes: FileBufferMaxBytesDefault},
 		FileBufferMaxBatch: FileBufferMaxBatchDefault, FileBufferFlush: FileBufferFlushDefault,
 		EvictionBatchSize: EvictionBatchSizeDefault, PGSSLRejectUnauthorized: true,
+		SegmentMaxBytes: actors.SegmentMaxBytesDefault, SegmentMaxItems: actors.SegmentMaxItemsDefault,
 	}
 	e := envReader{get: getenv}
 	if v := getenv("HOST"); v != "" {
@@ -279,6 +287,8 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.int64("FILE_BUFFER_MAX_BYTES", &c.FileBuffer.MaxBytes)
 	e.int("FILE_BUFFER_MAX_BATCH", &c.FileBufferMaxBatch)
 	e.millis("FILE_BUFFER_FLUSH_MS", &c.FileBufferFlush)
+	e.int("SEGMENT_MAX_BYTES", &c.SegmentMaxBytes)
+	e.int("SEGMENT_MAX_ITEMS", &c.SegmentMaxItems)
 	loadEncryption(&e, c)
 	loadAuth(&e, c)
 	if v := getenv("LOG_LEVEL"); v != "" {
@@ -392,6 +402,10 @@ func (c *Config) validate() error {
 		return &configError{"FILE_BUFFER_MAX_BATCH", strconv.Itoa(c.FileBufferMaxBatch), "want at least 1"}
 	case c.FileBufferFlush <= 0:
 		return &configError{"FILE_BUFFER_FLUSH_MS", c.FileBufferFlush.String(), "want more than 0 (milliseconds)"}
+	case c.SegmentMaxBytes < 1:
+		return &configError{"SEGMENT_MAX_BYTES", strconv.Itoa(c.SegmentMaxBytes), "want at least 1"}
+	case c.SegmentMaxItems < 1:
+		return &configError{"SEGMENT_MAX_ITEMS", strconv.Itoa(c.SegmentMaxItems), "want at least 1"}
 	case c.DatabaseURL == "":
 		return &configError{"DATABASE_URL", "", "required"}
 	}

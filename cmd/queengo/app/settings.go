@@ -113,6 +113,8 @@ func settingsOf(c *Config) []queengo.Setting {
 	num("FILE_BUFFER_MAX_BYTES", c.FileBuffer.MaxBytes)
 	num("FILE_BUFFER_MAX_BATCH", int64(c.FileBufferMaxBatch))
 	ms("FILE_BUFFER_FLUSH_MS", c.FileBufferFlush)
+	num("SEGMENT_MAX_BYTES", int64(c.SegmentMaxBytes))
+	num("SEGMENT_MAX_ITEMS", int64(c.SegmentMaxItems))
 	add("JWT_ENABLED", strconv.FormatBool(c.Auth != nil))
 	if a := c.Auth; a != nil {
 		add("JWT_ALGORITHM", a.Algorithm)
@@ -126,6 +128,8 @@ func settingsOf(c *Config) []queengo.Setting {
 		add("JWT_ISSUER", a.Issuer)
 		add("JWT_AUDIENCE", a.Audience)
 		sec("JWT_CLOCK_SKEW", a.ClockSkew)
+		add("JWT_ALLOW_NO_EXP", strconv.FormatBool(a.AllowNoExp))
+		sec("JWT_MAX_TOKEN_AGE", a.MaxTokenAge)
 		sec("JWT_JWKS_REFRESH_INTERVAL", a.JWKSRefresh)
 		ms("JWT_JWKS_TIMEOUT_MS", a.JWKSTimeout)
 		add("JWT_ROLES_CLAIM", a.RolesClaim)

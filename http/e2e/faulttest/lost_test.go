@@ -9,7 +9,7 @@ import (
 
 // TestD12_APopWhoseClaimAnswerWasLostFreesItsLease: a pop whose claim the
 // database ran and committed, but whose answer did not come back within the
-// request deadline, fails (500), and nobody holds the lease its claim took;
+// request deadline, fails (503, retryable), and nobody holds the lease its claim took;
 // once the database answers again the broker ends that lease, and the
 // message goes to the next pop of the group, not when the lease (300 s here)
 // runs out. The proxy holds only the database's answers, so the claim does
@@ -32,8 +32,8 @@ func TestD12_APopWhoseClaimAnswerWasLostFreesItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != 500 {
-		t.Fatalf("pop with the answers held: %d %s, want 500", r.Status, r.Body)
+	if r.Status != 503 {
+		t.Fatalf("pop with the answers held: %d %s, want 503", r.Status, r.Body)
 	}
 	// Its claim committed: the cursor carries a lease nobody was given (ended
 	// or not yet: the broker's first attempt may run before the thaw).

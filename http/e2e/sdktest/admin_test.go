@@ -14,7 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/queengo/queengo/http/e2e"
 )
@@ -133,4 +136,66 @@ func TestSDKAdmin_GoAdminDecodesEveryAnswer(t *testing.T) {
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	wantEveryCallOK(t, cmd, 38)
+}
+
+// Issue 41: the JS SDK's multi-URL client (urls, affinity, failover)
+// against three brokers on one database, one of them killed with SIGKILL
+// under load and restarted on its port: the consumers go on and every
+// accepted message is delivered (multibroker.mjs). The figures are in
+// docs/performance.md.
+func TestSDKMultiBroker_JSClientRidesOutABrokerKilled(t *testing.T) {
+	t.Parallel()
+	dir := kit(t, "client-js/client-v2/index.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("no node: %v", err)
+	}
+	db := e2e.CreateDB(t, "sdkmulti")
+	var brokers []*e2e.Server
+	var urls []string
+	for range 3 {
+		s := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Process: true})
+		brokers = append(brokers, s)
+		urls = append(urls, s.URL)
+	}
+	q := e2e.Unique(t, "multi")
+	brokers[0].Configure(t, q, map[string]any{"leaseTime": 5})
+	const seconds = 20
+	cmd := exec.Command("node", "multibroker.mjs", filepath.Join(dir, "client-js/client-v2/index.js"),
+		strings.Join(urls, ","), q, strconv.Itoa(seconds))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	victim := brokers[1]
+	victim.Kill()
+	killed := time.Now()
+	time.Sleep(5 * time.Second)
+	restarted := e2e.StartWith(t, e2e.StartOpts{DatabaseURL: db.URL, Process: true, Port: victim.Port})
+	t.Logf("broker %s killed, restarted %v later", restarted.URL, time.Since(killed).Round(time.Millisecond))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("multibroker.mjs: %v\n%s", err, tail(stderr.String()))
+	}
+	var res struct {
+		Accepted, Delivered, Lost, PushErrors, ConsumerEnds int
+		LostSample                                          []string
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("multibroker.mjs printed %q: %v\n%s", lines[len(lines)-1], err, tail(stderr.String()))
+	}
+	t.Logf("%d s of load, 4 producers and 2 consumers on 3 brokers, one SIGKILLed at 5 s and restarted at 10 s: "+
+		"%d accepted, %d delivered, %d lost, %d push errors, %d consume loops ended and restarted",
+		seconds, res.Accepted, res.Delivered, res.Lost, res.PushErrors, res.ConsumerEnds)
+	if res.Accepted == 0 || res.Lost != 0 {
+		t.Fatalf("%d of %d accepted messages not delivered, e.g. %v", res.Lost, res.Accepted, res.LostSample)
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return "..." + s[len(s)-3000:]
+	}
+	return s
 }
