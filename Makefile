@@ -91,3 +91,11 @@ fuzz: ## Run each Fuzz target for FUZZTIME (default 20s), one after another
 		echo "make fuzz: go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null; \
 	done <<<"$$targets"
+
+.PHONY: citus-up
+citus-up: ## Start a local Citus cluster (coordinator 55432, workers 55433-55434, .data/citus) and print its URL; installs Citus first if missing
+	@bash .ci/citus-cluster.sh start
+
+.PHONY: citus-down
+citus-down: ## Stop the local Citus cluster (its data stays in .data/citus)
+	@bash .ci/citus-cluster.sh stop

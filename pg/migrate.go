@@ -158,7 +158,44 @@ CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 			}
 			return nil
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		return s.applyCitusLayout(ctx, c)
 	}())
 	return applied, err
+}
+
+// applyCitusLayout applies sql/citus (the layout, the Citus mode's
+// functions, and their distribution) when the Config's Citus
+// mode asks for it: on a database with the citus extension (CitusAuto) or
+// always (CitusOn, which fails without the extension). Outside a
+// transaction block: create_distributed_table copies a table's rows to its
+// shards over connections of its own.
+func (s *Store) applyCitusLayout(ctx context.Context, c *pgx.Conn) error {
+	mode := s.cfg.Citus
+	if mode == CitusOff {
+		return nil
+	}
+	var has bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&has); err != nil {
+		return fmt.Errorf("error looking for the citus extension: %w", err)
+	}
+	if !has {
+		if mode == CitusOn {
+			return fmt.Errorf("QUEENGO_CITUS=on but the database has no citus extension (CREATE EXTENSION citus; docs/scaling.md)")
+		}
+		return nil
+	}
+	for _, f := range []string{"citus/layout.sql", "citus/functions.sql", "citus/distribute.sql"} {
+		body, err := fs.ReadFile(qsql.Citus, f)
+		if err != nil {
+			return fmt.Errorf("error reading the Citus layout: %w", err)
+		}
+		if _, err := c.Exec(ctx, string(body)); err != nil {
+			return fmt.Errorf("error applying the Citus layout (sql/%s): %w", f, err)
+		}
+	}
+	s.citus.Store(true)
+	return nil
 }

@@ -144,12 +144,16 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// ensurePartition creates a partition with the id queen.partition_key gives
+// its queue and name (the Citus mode's uniqueness of the pair, sql/citus),
+// or finds the existing one, whatever its id (one made before partition_key,
+// or by an import, keeps its id).
 func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
 	err := retryRace(func() error {
 		return q.QueryRow(ctx, `WITH ins AS (
-    INSERT INTO queen.partitions (queue_id, name) VALUES ($1, $2)
-    ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
+    INSERT INTO queen.partitions (id, queue_id, name) VALUES (queen.partition_key($1, $2), $1, $2)
+    ON CONFLICT DO NOTHING RETURNING id)
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2

@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,7 +54,18 @@ type Config struct {
 	// key rotation. A Store opens payloads with its EncryptionKey and these,
 	// never with another Store's keys.
 	EncryptionReadKeys [][]byte
+	// Citus is the Citus mode of the schema (docs/scaling.md): CitusAuto
+	// (the default, "") applies it when the database has the citus
+	// extension, CitusOn requires the extension, CitusOff never applies it.
+	Citus string
 }
+
+// The values of Config.Citus.
+const (
+	CitusAuto = "auto"
+	CitusOn   = "on"
+	CitusOff  = "off"
+)
 
 // Store runs the broker's statements on a pgx pool.
 type Store struct {
@@ -64,6 +76,10 @@ type Store struct {
 	keys keyring  // opens sealed payloads: seal's key and the read keys
 	// local: the URL's (first) host is a Unix socket or a loopback address.
 	local bool
+	// citus: Migrate applied the Citus layout (sql/citus): a commit to one
+	// partition calls the distributed queen.append_one, which runs on the
+	// partition's node.
+	citus atomic.Bool
 }
 
 // Open connects a pool (lazily: no connection is made until one is needed)

@@ -16,6 +16,12 @@
 // signature). A function changes by a diff of its file, never by a
 // migration. A LANGUAGE sql body is checked when it is created, so a file
 // must come after (in name or within the file) the functions it calls.
+//
+// citus/layout.sql is the Citus mode of the schema (docs/scaling.md): which
+// table is a reference table and which is sharded by partition id, the
+// constraints re-designed for that, and the functions the coordinator hands
+// to the node owning a partition. It is applied after the function files,
+// only on a database with the citus extension, and is idempotent.
 package sql
 
 import "embed"
@@ -29,3 +35,8 @@ var Migrations embed.FS
 //
 //go:embed functions/*.sql
 var Functions embed.FS
+
+// Citus holds the Citus layout (citus/layout.sql).
+//
+//go:embed citus/*.sql
+var Citus embed.FS
