@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -187,7 +188,7 @@ func (s *Store) applyCitusLayout(ctx context.Context, c *pgx.Conn) error {
 		}
 		return nil
 	}
-	for _, f := range []string{"citus/layout.sql", "citus/functions.sql", "citus/distribute.sql"} {
+	exec := func(f string) error {
 		body, err := fs.ReadFile(qsql.Citus, f)
 		if err != nil {
 			return fmt.Errorf("error reading the Citus layout: %w", err)
@@ -195,7 +196,100 @@ func (s *Store) applyCitusLayout(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, string(body)); err != nil {
 			return fmt.Errorf("error applying the Citus layout (sql/%s): %w", f, err)
 		}
+		return nil
+	}
+	if err := exec("citus/layout.sql"); err != nil {
+		return err
+	}
+	if err := distributeTables(ctx, c); err != nil {
+		return err
+	}
+	if err := exec("citus/functions.sql"); err != nil {
+		return err
+	}
+	if err := exec("citus/distribute.sql"); err != nil {
+		return err
 	}
 	s.citus.Store(true)
 	return nil
+}
+
+// distributeTables makes each table of queen.citus_layout the kind it names,
+// one statement (and transaction) each, in ord order: Citus copies a
+// table's rows to its shards over connections of its own, and converts the
+// tables linked to a new reference table by foreign keys into local tables
+// on the way, so each step reads the catalogue anew.
+func distributeTables(ctx context.Context, c *pgx.Conn) error {
+	// Citus cannot distribute a table another one references by a foreign
+	// key unless both are distributed, and turns the tables linked to a new
+	// reference table into local ones: the foreign keys among the layout's
+	// tables are set aside while their tables are not all distributed, and
+	// made again after.
+	rows, err := c.Query(ctx, `SELECT format('%s', k.conrelid::regclass), quote_ident(k.conname), pg_get_constraintdef(k.oid)
+  FROM pg_constraint k
+ WHERE k.contype = 'f' AND k.conrelid IN (SELECT to_regclass(l.tbl) FROM queen.citus_layout l)
+   AND EXISTS (SELECT 1 FROM queen.citus_layout l
+                WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass(l.tbl)))`)
+	if err != nil {
+		return fmt.Errorf("error reading the foreign keys of the Citus layout: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([3]string, error) {
+		var k [3]string
+		err := r.Scan(&k[0], &k[1], &k[2])
+		return k, err
+	})
+	if err != nil {
+		return fmt.Errorf("error reading the foreign keys of the Citus layout: %w", err)
+	}
+	for _, k := range keys {
+		if _, err := c.Exec(ctx, "ALTER TABLE "+k[0]+" DROP CONSTRAINT "+k[1]); err != nil {
+			return fmt.Errorf("error setting aside foreign key %s of %s: %w", k[1], k[0], err)
+		}
+	}
+	if err := distributeEach(ctx, c); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := c.Exec(ctx, "ALTER TABLE "+k[0]+" ADD CONSTRAINT "+k[1]+" "+k[2]); err != nil {
+			return fmt.Errorf("error making foreign key %s of %s again: %w", k[1], k[0], err)
+		}
+	}
+	return nil
+}
+
+// distributeEach makes each table of queen.citus_layout the kind it names.
+func distributeEach(ctx context.Context, c *pgx.Conn) error {
+	for {
+		var tbl, kind string
+		var col *string
+		err := c.QueryRow(ctx, `SELECT l.tbl, l.kind, l.dist_col FROM queen.citus_layout l
+ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = l.tbl::regclass
+                     AND CASE l.kind WHEN 'reference' THEN d.partmethod = 'n' AND d.repmodel = 't'
+                                     WHEN 'local' THEN d.partmethod = 'n' AND d.repmodel = 's'
+                                     ELSE d.partmethod = 'h' END)
+ ORDER BY l.ord LIMIT 1`).Scan(&tbl, &kind, &col)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("error reading queen.citus_layout: %w", err)
+		}
+		var stmt string
+		var args []any
+		switch kind {
+		case "reference":
+			stmt, args = "SELECT create_reference_table($1::regclass)", []any{tbl}
+		case "local":
+			stmt, args = "SELECT citus_add_local_table_to_metadata($1::regclass)", []any{tbl}
+		default:
+			with := "queen.partitions"
+			if tbl == with {
+				with = "none"
+			}
+			stmt, args = "SELECT create_distributed_table($1::regclass, $2, colocate_with => $3)", []any{tbl, *col, with}
+		}
+		if _, err := c.Exec(ctx, stmt, args...); err != nil {
+			return fmt.Errorf("error distributing %s as %s table: %w", tbl, kind, err)
+		}
+	}
 }

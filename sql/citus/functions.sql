@@ -9,6 +9,41 @@
 -- runs whole on that node: one round trip from the coordinator, the
 -- statements inside local to the node's shards.
 
+-- The LANGUAGE sql functions that read sharded tables (sql/functions) run
+-- as PL/pgSQL here: Citus plans the statements of a PL/pgSQL function with
+-- their arguments' values, but cannot plan a SQL function's parameterized
+-- body. The body is the same text. Which tables are sharded is read from
+-- queen.citus_layout.
+DO $convert$
+DECLARE
+    f    record;
+    body text;
+    def  text;
+    at   integer;
+BEGIN
+    FOR f IN SELECT p.oid, p.prosrc, p.proretset, p.prorettype
+               FROM pg_proc p
+              WHERE p.pronamespace = 'queen'::regnamespace
+                AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'sql')
+                AND EXISTS (SELECT 1 FROM queen.citus_layout c
+                             WHERE c.kind = 'distributed' AND p.prosrc LIKE '%' || c.tbl || '%') LOOP
+        body := rtrim(btrim(f.prosrc), E' \n\t;');
+        IF f.proretset THEN
+            body := E'\n#variable_conflict use_column\nBEGIN\n    RETURN QUERY ' || body || E'\n    ;\nEND;\n';
+        ELSIF f.prorettype = 'void'::regtype THEN
+            body := E'\nBEGIN\n    ' || regexp_replace(body, '^SELECT', 'PERFORM') || E'\n    ;\nEND;\n';
+        ELSE
+            body := E'\nBEGIN\n    RETURN (' || body || E'\n    );\nEND;\n';
+        END IF;
+        def := pg_get_functiondef(f.oid);
+        at := position('AS $function$' IN def);
+        def := replace(substring(def FOR at - 1), 'LANGUAGE sql', 'LANGUAGE plpgsql')
+               || 'AS $function$' || body || '$function$';
+        EXECUTE def;
+    END LOOP;
+END;
+$convert$;
+
 -- append_one is append_segments (sql/functions/append.sql) for one
 -- partition: the same checks, dedupe, queue cap, offsets and answer, every
 -- statement routed to p_part's shard group. A push whose commit names one
@@ -132,5 +167,292 @@ BEGIN
         END LOOP;
     END LOOP;
     RETURN v_out;
+END;
+$$;
+
+-- claim_one is claim_take's work (sql/functions/claim.sql) on one partition
+-- for one pop: lock the group's cursor there SKIP LOCKED if it is
+-- claimable, cut the span within p_budget messages, write the lease (or
+-- the autoAck commit), and return claim_take's rows for it (ord p_ord,
+-- claim p_claim) plus davail, the messages it could deliver. Each of its
+-- statements names p_part in every sharded table it reads, so Citus
+-- routes it to the partition's node (a statement that also joined the
+-- queue's reference row, or chained the steps in one writable CTE, Citus
+-- would plan in pieces, and cannot lock rows of a query planned so).
+-- minPopWaitTime (p_min) counts this partition's messages only.
+CREATE OR REPLACE FUNCTION queen.claim_one(
+    p_part       uuid,
+    p_ord        integer,
+    p_claim      integer,
+    p_group      text,
+    p_budget     integer,
+    p_min        integer,
+    p_lease_secs integer,
+    p_auto_ack   boolean,
+    p_lease_id   uuid
+) RETURNS TABLE (
+    ord            integer,
+    claim          integer,
+    taken          bigint,
+    held           boolean,
+    partition_id   uuid,
+    partition_name text,
+    queue_name     text,
+    span_from      bigint,
+    lease_ms       bigint,
+    first_offset   bigint,
+    created_at     text,
+    frames         bytea,
+    dead           bigint[],
+    missing        boolean,
+    davail         bigint
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_qid       uuid;
+    v_pname     text;
+    v_head      bigint;
+    v_last      timestamptz;
+    v_committed bigint;
+    q           record;
+    v_avail     bigint;
+    v_tomb      bigint[];
+    v_davail    bigint;
+    v_dtake     bigint;
+    v_take      bigint;
+    v_lead      bigint;
+    v_hold      boolean;
+    v_secs      integer;
+    v_end       boolean;
+BEGIN
+    SELECT p.queue_id, p.name, p.head, p.last_write_at INTO v_qid, v_pname, v_head, v_last
+      FROM queen.partitions p WHERE p.id = p_part;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT q0.name, q0.lease_time, q0.delayed_processing, q0.window_buffer INTO q
+      FROM queen.queues q0 WHERE q0.id = v_qid;
+    IF q.window_buffer > 0 AND v_last > now() - make_interval(secs => q.window_buffer) THEN
+        RETURN;
+    END IF;
+    SELECT c.committed INTO v_committed
+      FROM queen.cursors c
+     WHERE c.partition_id = p_part AND c.consumer_group = p_group COLLATE "C" -- see claimable
+       AND c.committed < v_head
+       AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+       AND (c.not_before IS NULL OR c.not_before <= now())
+       FOR UPDATE OF c SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    v_avail := CASE WHEN q.delayed_processing > 0
+                    THEN coalesce((SELECT s.last_offset FROM queen.segments s
+                                    WHERE s.partition_id = p_part
+                                      AND s.created_at <= now() - make_interval(secs => q.delayed_processing)
+                                    ORDER BY s.first_offset DESC LIMIT 1), 0)
+                    ELSE v_head END - v_committed;
+    v_tomb := ARRAY(SELECT t0."offset" FROM queen.tombstones t0
+                     WHERE t0.partition_id = p_part AND t0."offset" > v_committed AND t0."offset" <= v_committed + v_avail
+                    UNION
+                    SELECT dl."offset" FROM queen.dead_letters dl
+                     WHERE dl.partition_id = p_part AND dl.consumer_group = p_group
+                       AND dl."offset" > v_committed AND dl."offset" <= v_committed + v_avail AND dl.resolves
+                     ORDER BY 1);
+    v_davail := v_avail - cardinality(v_tomb);
+    v_dtake := greatest(least(v_davail, p_budget), 0);
+    v_take := CASE WHEN cardinality(v_tomb) = 0 THEN v_dtake
+                   WHEN v_davail <= 0 THEN greatest(v_avail, 0)
+                   WHEN v_dtake = 0 THEN 0
+                   ELSE v_dtake + (SELECT count(*) FROM unnest(v_tomb) WITH ORDINALITY AS u(o, i)
+                                    WHERE u.o <= v_committed + v_dtake + u.i) END;
+    v_lead := CASE WHEN cardinality(v_tomb) = 0 THEN 0
+                   ELSE (SELECT count(*) FROM unnest(v_tomb) WITH ORDINALITY AS u(o, i)
+                          WHERE u.o = v_committed + u.i) END;
+    v_hold := p_min > 0 AND v_dtake < p_min;
+    v_secs := CASE WHEN p_lease_secs > 0 THEN p_lease_secs WHEN q.lease_time > 0 THEN q.lease_time ELSE 60 END;
+    IF v_take > 0 AND NOT v_hold THEN
+        v_end := p_auto_ack OR v_lead = v_take;
+        UPDATE queen.cursors c
+           SET committed = CASE WHEN p_auto_ack THEN v_committed + v_take ELSE v_committed + v_lead END,
+               lease_id = CASE WHEN v_end THEN NULL ELSE p_lease_id END,
+               lease_end = CASE WHEN v_end THEN NULL ELSE v_committed + v_take END,
+               lease_expires_at = CASE WHEN v_end THEN NULL ELSE now() + make_interval(secs => v_secs) END,
+               acked = CASE WHEN cardinality(v_tomb) = 0 OR v_end THEN '{}'
+                            ELSE ARRAY(SELECT o FROM unnest(v_tomb) AS o
+                                        WHERE o > v_committed + v_lead AND o <= v_committed + v_take) END,
+               total_consumed = c.total_consumed + CASE WHEN p_auto_ack THEN v_take ELSE 0 END,
+               batches_consumed = c.batches_consumed + CASE WHEN p_auto_ack AND v_take > v_lead THEN 1 ELSE 0 END,
+               last_consumed_at = now()
+         WHERE c.partition_id = p_part AND c.consumer_group = p_group COLLATE "C";
+    END IF;
+    ord := p_ord; claim := p_claim; taken := v_take; held := v_hold; partition_id := p_part;
+    partition_name := v_pname; queue_name := q.name; span_from := v_committed + 1; lease_ms := 1000::bigint * v_secs;
+    first_offset := NULL; created_at := NULL; frames := NULL; dead := NULL; missing := false; davail := v_davail;
+    RETURN NEXT;
+    IF v_take <= 0 OR v_hold THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT p_ord, p_claim, NULL::bigint, NULL::boolean, p_part, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+           g.first_offset + g.k0, g.created_at, queen.frame_slice(g.frames, g.ends, g.k0, g.k1), v_tomb, false, NULL::bigint
+      FROM (SELECT g0.first_offset, g0.frames, g0.ends,
+                   to_char(g0.created_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
+                   greatest(v_committed + 1 - g0.first_offset, 0)::integer AS k0,
+                   (least(v_committed + v_take, g0.last_offset) - g0.first_offset)::integer AS k1
+              FROM queen.segments g0
+             WHERE g0.partition_id = p_part AND g0.first_offset <= v_committed + v_take
+               AND g0.first_offset >= (SELECT coalesce(max(g1.first_offset), v_committed + 1)
+                                         FROM queen.segments g1
+                                        WHERE g1.partition_id = p_part AND g1.first_offset <= v_committed + 1)) g
+     ORDER BY 10;
+END;
+$$;
+
+-- claim_take in the Citus mode: the single-node contract (sql/functions/
+-- claim.sql), served partition by partition. The pool is read first
+-- (p_pool, else queen.claimable: a read of every node holding the queues'
+-- partitions, without locks); then, in pool order, claim_one on each
+-- partition, one statement routed to its node, until cardinality(p_slots)
+-- partitions are locked. A pop's budget counts what its earlier partitions
+-- held, as in the single-node function. Runs on the coordinator, in the
+-- caller's transaction (Citus commits it on every node it touched).
+CREATE OR REPLACE FUNCTION queen.claim_take(
+    p_queue_ids  uuid[],
+    p_group      text,
+    p_full       boolean,
+    p_cands      uuid[],
+    p_pool       uuid[],
+    p_slots      integer[],
+    p_budgets    integer[],
+    p_mins       integer[],
+    p_lease_secs integer[],
+    p_auto_acks  boolean[],
+    p_lease_ids  uuid[],
+    p_pinned     boolean DEFAULT false
+) RETURNS TABLE (
+    ord            integer,
+    claim          integer,
+    taken          bigint,
+    held           boolean,
+    partition_id   uuid,
+    partition_name text,
+    queue_name     text,
+    span_from      bigint,
+    lease_ms       bigint,
+    first_offset   bigint,
+    created_at     text,
+    frames         bytea,
+    dead           bigint[],
+    missing        boolean
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_pool    uuid[];
+    v_new     boolean[];
+    v_used    integer[] := array_fill(0, ARRAY[greatest(cardinality(p_budgets), 1)]);
+    v_locked  integer := 0;
+    v_done    boolean[];
+    v_i       integer;
+    v_slot    integer;
+    v_claim   integer;
+    r         record;
+BEGIN
+    IF p_pool IS NOT NULL THEN
+        v_pool := p_pool;
+        v_new := array_fill(false, ARRAY[cardinality(p_pool)]);
+        IF p_pinned THEN
+            FOR v_i IN 1 .. cardinality(p_pool) LOOP
+                v_new[v_i] := NOT EXISTS (SELECT 1 FROM queen.cursors c0
+                                           WHERE c0.partition_id = p_pool[v_i] AND c0.consumer_group = p_group COLLATE "C")
+                              AND EXISTS (SELECT 1 FROM queen.partitions p0 WHERE p0.id = p_pool[v_i]);
+            END LOOP;
+        END IF;
+    ELSE
+        SELECT coalesce(array_agg(x.partition_id ORDER BY x.qpos, x.lca NULLS FIRST, x.partition_id), '{}'),
+               coalesce(array_agg(x.avail IS NULL ORDER BY x.qpos, x.lca NULLS FIRST, x.partition_id), '{}')
+          INTO v_pool, v_new
+          FROM queen.claimable(p_queue_ids, ARRAY[p_group], ARRAY[p_full],
+                               array_fill(1, ARRAY[coalesce(cardinality(p_cands), 0)]), coalesce(p_cands, '{}')) x;
+    END IF;
+    v_done := array_fill(false, ARRAY[greatest(cardinality(v_pool), 1)]);
+    FOR v_i IN 1 .. coalesce(cardinality(v_pool), 0) LOOP
+        EXIT WHEN v_locked >= coalesce(cardinality(p_slots), 0);
+        CONTINUE WHEN v_new[v_i];
+        v_slot := CASE WHEN p_pinned THEN v_i ELSE v_locked + 1 END;
+        v_claim := p_slots[v_slot];
+        FOR r IN SELECT * FROM queen.claim_one(v_pool[v_i], v_i, v_claim, p_group,
+                                               p_budgets[v_claim] - v_used[v_claim], p_mins[v_claim],
+                                               p_lease_secs[v_claim], p_auto_acks[v_claim], p_lease_ids[v_claim]) LOOP
+            IF r.davail IS NOT NULL THEN
+                v_done[v_i] := true;
+                v_used[v_claim] := v_used[v_claim] + greatest(r.davail, 0)::integer;
+            END IF;
+            ord := r.ord; claim := r.claim; taken := r.taken; held := r.held; partition_id := r.partition_id;
+            partition_name := r.partition_name; queue_name := r.queue_name; span_from := r.span_from;
+            lease_ms := r.lease_ms; first_offset := r.first_offset; created_at := r.created_at;
+            frames := r.frames; dead := r.dead; missing := r.missing;
+            RETURN NEXT;
+        END LOOP;
+        IF v_done[v_i] THEN
+            v_locked := v_locked + 1;
+        END IF;
+    END LOOP;
+    FOR v_i IN 1 .. coalesce(cardinality(v_pool), 0) LOOP
+        CONTINUE WHEN v_done[v_i] OR NOT (p_pool IS NULL OR v_new[v_i]);
+        ord := v_i; claim := NULL; taken := NULL; held := NULL; partition_id := v_pool[v_i];
+        partition_name := NULL; queue_name := NULL; span_from := NULL; lease_ms := NULL; first_offset := NULL;
+        created_at := NULL; frames := NULL; dead := NULL; missing := v_new[v_i];
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- claim_contact in the Citus mode: the single-node contract (sql/functions/
+-- claim.sql), one partition at a time in (queue id, partition id, group)
+-- order, every statement routed to the partition's node: lock the
+-- partition row FOR KEY SHARE, insert the seeded cursor, and, for a queue
+-- with maxWaitTimeSeconds, evict what waited too long for the new cursors.
+CREATE OR REPLACE FUNCTION queen.claim_contact(p_groups text[], p_sub_modes text[], p_sub_froms timestamptz[],
+                                               p_k integer[], p_pids uuid[])
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m        record;
+    v_from   timestamptz;
+    v_sub    record;
+    v_parts  uuid[] := '{}';
+    v_groups text[] := '{}';
+BEGIN
+    FOR m IN SELECT p.id AS pid, p.queue_id, p.head, p_groups[u.k] AS grp, u.k, q.max_wait_time_seconds AS mw
+               FROM unnest(p_k, p_pids) AS u(k, pid)
+               JOIN queen.partitions p ON p.id = u.pid
+               JOIN queen.queues q ON q.id = p.queue_id
+              ORDER BY p.queue_id, p.id, p_groups[u.k] LOOP
+        PERFORM 1 FROM queen.partitions p WHERE p.id = m.pid FOR KEY SHARE;
+        CONTINUE WHEN NOT FOUND;
+        v_from := NULL;
+        IF m.grp <> '__QUEUE_MODE__' THEN
+            SELECT s.from_ts, true AS found INTO v_sub
+              FROM queen.subscriptions s WHERE s.queue_id = m.queue_id AND s.consumer_group = m.grp;
+            v_from := CASE WHEN v_sub.found THEN v_sub.from_ts
+                           WHEN p_sub_modes[m.k] = 'new' THEN now()
+                           WHEN p_sub_modes[m.k] = 'timestamp' THEN p_sub_froms[m.k] END;
+        END IF;
+        INSERT INTO queen.cursors (partition_id, consumer_group, committed)
+        VALUES (m.pid, m.grp, queen.seed_offset(m.pid, m.head, v_from))
+        ON CONFLICT DO NOTHING;
+        IF FOUND AND m.mw > 0 THEN
+            v_parts := v_parts || m.pid;
+            v_groups := v_groups || m.grp;
+        END IF;
+    END LOOP;
+    IF cardinality(v_parts) > 0 THEN
+        PERFORM queen.evict(v_parts, v_groups, 10000 * cardinality(v_parts));
+    END IF;
 END;
 $$;

@@ -16,7 +16,9 @@
 -- whose foreign keys name it, queen.partitions before its co-located tables.
 CREATE TABLE IF NOT EXISTS queen.citus_layout (
     ord       integer PRIMARY KEY,
-    tbl       regclass NOT NULL UNIQUE,
+    -- a name, not a regclass: Citus may swap a table's relation for a
+    -- shard of the same name's shell table as it converts it.
+    tbl       text NOT NULL UNIQUE,
     kind      text NOT NULL CHECK (kind IN ('reference', 'distributed', 'local')),
     dist_col  text,
     CHECK ((kind = 'distributed') = (dist_col IS NOT NULL))
@@ -72,7 +74,9 @@ BEGIN
         ALTER TABLE queen.traces DROP CONSTRAINT traces_pkey;
         ALTER TABLE queen.traces ADD PRIMARY KEY (partition_id, id);
     END IF;
-    DROP TRIGGER IF EXISTS partitions_cascade ON queen.partitions;
+    IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'partitions_cascade') THEN
+        DROP TRIGGER partitions_cascade ON queen.partitions;
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'segments_partition_id_fkey') THEN
         ALTER TABLE queen.segments ADD CONSTRAINT segments_partition_id_fkey
             FOREIGN KEY (partition_id) REFERENCES queen.partitions (id) ON DELETE CASCADE;
@@ -88,23 +92,8 @@ BEGIN
 END;
 $$;
 
--- Distribute what is not distributed yet, in ord order.
-DO $$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN SELECT l.tbl, l.kind, l.dist_col FROM queen.citus_layout l
-              WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = l.tbl)
-              ORDER BY l.ord LOOP
-        CASE r.kind
-        WHEN 'reference' THEN
-            PERFORM create_reference_table(r.tbl);
-        WHEN 'local' THEN
-            PERFORM citus_add_local_table_to_metadata(r.tbl);
-        ELSE
-            PERFORM create_distributed_table(r.tbl, r.dist_col,
-                colocate_with => CASE WHEN r.tbl = 'queen.partitions'::regclass THEN 'default' ELSE 'queen.partitions' END);
-        END CASE;
-    END LOOP;
-END;
-$$;
+-- The tables are then distributed one statement each, in ord order, by the
+-- migration runner (pg/migrate.go): the rows of queen.citus_layout that
+-- pg_dist_partition does not list as the kind they name. A table Citus made
+-- a local table on the way (it keeps tables linked by foreign keys to a
+-- reference table on the coordinator) is converted.
