@@ -456,3 +456,275 @@ BEGIN
     END IF;
 END;
 $$;
+
+-- ack_one is queen.ack (sql/functions/ack.sql) for the items of one
+-- partition: its item-by-item path, with every statement routed to
+-- p_part's node (the set path's one statement joins the items to their
+-- cursors, which Citus cannot route). p_idx numbers the items as the
+-- caller's call did; the answer is queen.ack's.
+CREATE OR REPLACE FUNCTION queen.ack_one(
+    p_part     uuid,
+    p_idx      integer[],
+    p_txids    text[],
+    p_statuses text[],
+    p_groups   text[],
+    p_leases   uuid[],
+    p_errors   text[]
+) RETURNS TABLE (
+    idx            integer,
+    success        boolean,
+    error          text,
+    lease_released boolean,
+    dlq            boolean,
+    queue_name     text,
+    partition_name text
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_q         record;
+    t           record;
+    cur         refcursor;
+    c           record;
+    v_have      boolean;
+    -- The cursor of the items being applied, as it will be written.
+    v_part      uuid;
+    v_grp       text;
+    v_found     boolean := false;
+    v_committed bigint;
+    v_lease     uuid;
+    v_end       bigint;
+    v_expires   timestamptz;
+    v_acked     bigint[];
+    v_dead      bigint[];
+    v_not_bef   timestamptz;
+    v_moved     bigint;
+    v_batches   integer; -- leases the items ended resolved
+    v_dirty     boolean := false;
+    -- Every cursor that changed; u_ack_k/u_ack_off hold their acked arrays
+    -- flattened (cursor number, offset).
+    u_part      uuid[] := '{}';
+    u_grp       text[] := '{}';
+    u_committed bigint[] := '{}';
+    u_lease     uuid[] := '{}';
+    u_end       bigint[] := '{}';
+    u_expires   timestamptz[] := '{}';
+    u_not_bef   timestamptz[] := '{}';
+    u_moved     bigint[] := '{}';
+    u_batches   integer[] := '{}';
+    u_ack_k     integer[] := '{}';
+    u_ack_off   bigint[] := '{}';
+    v_fails     integer;
+    v_status    text;
+    v_now       timestamptz := now();
+    k           integer;
+BEGIN
+    SELECT q.name AS qname, p.name AS pname, q.retry_limit, q.retry_delay INTO v_q
+      FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_part;
+    -- The cursors the items may change, locked in (partition, group) order,
+    -- with the offsets of their spans dead-lettered under an earlier lease:
+    -- those stay resolved (D5).
+    OPEN cur FOR
+        SELECT c.partition_id, c.consumer_group, c.committed, c.lease_id, c.lease_end, c.lease_expires_at, c.acked,
+               c.not_before,
+               ARRAY(SELECT d."offset" FROM queen.dead_letters d
+                      WHERE d.partition_id = p_part AND d.consumer_group = c.consumer_group
+                        AND d."offset" > c.committed AND d."offset" <= coalesce(c.lease_end, c.committed)
+                        AND d.resolves) AS dead
+          FROM queen.cursors c
+         WHERE c.partition_id = p_part
+           AND c.consumer_group = ANY (ARRAY(SELECT u.grp FROM unnest(p_groups, p_statuses) AS u(grp, status)
+                                              WHERE u.status IN ('completed', 'success', 'failed', 'retry', 'dlq')))
+         ORDER BY c.partition_id, c.consumer_group
+           FOR UPDATE OF c;
+    FETCH cur INTO c;
+    v_have := FOUND;
+
+    FOR t IN
+        SELECT u.ord::integer AS i, p_part AS part, u.grp, v_q.qname, v_q.pname, v_q.retry_limit, v_q.retry_delay,
+               CASE WHEN v_q.qname IS NOT NULL THEN x."offset" END AS off
+          FROM unnest(p_txids, p_groups) WITH ORDINALITY AS u(txid, grp, ord)
+          LEFT JOIN queen.txids x ON x.partition_id = p_part AND x.transaction_id = u.txid
+         ORDER BY u.grp, off, u.ord
+    LOOP
+        idx := p_idx[t.i]; success := false; error := NULL; lease_released := false; dlq := false;
+        queue_name := NULL; partition_name := NULL; v_fails := NULL;
+        v_status := p_statuses[t.i];
+        IF t.off IS NULL THEN
+            error := 'message_not_found';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        queue_name := t.qname; partition_name := t.pname;
+        IF v_status NOT IN ('completed', 'success', 'failed', 'retry', 'dlq') THEN
+            RETURN NEXT; -- unknown status: nothing happens (A-12)
+            CONTINUE;
+        END IF;
+
+        IF v_part IS DISTINCT FROM t.part OR v_grp IS DISTINCT FROM t.grp THEN
+            IF v_dirty THEN
+                k := cardinality(u_part) + 1;
+                u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
+                u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
+                u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved; u_batches := u_batches || v_batches;
+                u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
+            END IF;
+            v_part := t.part; v_grp := t.grp; v_dirty := false; v_moved := 0; v_batches := 0;
+            WHILE v_have AND (c.partition_id, c.consumer_group) < (v_part, v_grp) LOOP
+                FETCH cur INTO c;
+                v_have := FOUND;
+            END LOOP;
+            v_found := v_have AND c.partition_id = v_part AND c.consumer_group = v_grp;
+            IF v_found THEN
+                v_committed := c.committed; v_lease := c.lease_id; v_end := c.lease_end; v_expires := c.lease_expires_at;
+                v_acked := c.acked; v_not_bef := c.not_before; v_dead := c.dead;
+            END IF;
+        END IF;
+
+        IF NOT v_found OR v_lease IS NULL OR v_expires <= v_now OR t.off <= v_committed OR t.off > v_end
+           OR (p_leases[t.i] IS NOT NULL AND p_leases[t.i] <> v_lease) THEN
+            error := 'lease_invalid';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        v_dirty := true;
+
+        IF v_status = 'failed' THEN
+            INSERT INTO queen.attempts AS a (partition_id, consumer_group, "offset", failures)
+            VALUES (v_part, v_grp, t.off, 1)
+            ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE SET failures = a.failures + 1
+            RETURNING a.failures INTO v_fails;
+            IF v_fails > t.retry_limit THEN
+                v_status := 'dlq';
+            END IF;
+        END IF;
+
+        IF v_status = 'dlq' THEN
+            -- retryCount: the retries the message had (failures before this one).
+            PERFORM queen.dead_letter(v_part, v_grp, t.off, coalesce(nullif(p_errors[t.i], ''), 'Retries exhausted'),
+                                      coalesce(v_fails - 1, (SELECT a.failures FROM queen.attempts a
+                                                              WHERE a.partition_id = v_part AND a.consumer_group = v_grp
+                                                                AND a."offset" = t.off), 0));
+            dlq := true;
+        END IF;
+        IF v_status IN ('completed', 'success', 'dlq') THEN
+            IF t.off = v_committed + 1 THEN
+                -- The common case, items in offset order: the prefix grows
+                -- by one without touching the array.
+                v_committed := v_committed + 1;
+                v_moved := v_moved + 1;
+            ELSIF NOT t.off = ANY (v_acked) THEN
+                v_acked := v_acked || t.off;
+            END IF;
+        END IF;
+        -- Advance over the contiguous resolved prefix.
+        WHILE (cardinality(v_acked) > 0 AND (v_committed + 1) = ANY (v_acked))
+              OR (cardinality(v_dead) > 0 AND (v_committed + 1) = ANY (v_dead)) LOOP
+            v_acked := array_remove(v_acked, v_committed + 1);
+            v_committed := v_committed + 1;
+            v_moved := v_moved + 1;
+        END LOOP;
+        IF v_status IN ('failed', 'retry') OR v_committed >= v_end THEN
+            -- The lease ends: the whole span is resolved, or a failure or
+            -- retry hands the unresolved rest back for redelivery.
+            IF v_committed >= v_end THEN
+                v_batches := v_batches + 1;
+            END IF;
+            v_acked := '{}'; v_lease := NULL; v_end := NULL; v_expires := NULL;
+            v_not_bef := CASE WHEN v_status = 'failed' AND t.retry_delay > 0
+                              THEN v_now + make_interval(secs => t.retry_delay / 1000.0) END;
+            lease_released := true;
+        END IF;
+        success := true;
+        RETURN NEXT;
+    END LOOP;
+    CLOSE cur;
+    IF v_dirty THEN
+        k := cardinality(u_part) + 1;
+        u_part := u_part || v_part; u_grp := u_grp || v_grp; u_committed := u_committed || v_committed;
+        u_lease := u_lease || v_lease; u_end := u_end || v_end; u_expires := u_expires || v_expires;
+        u_not_bef := u_not_bef || v_not_bef; u_moved := u_moved || v_moved; u_batches := u_batches || v_batches;
+        u_ack_k := u_ack_k || array_fill(k, ARRAY[cardinality(v_acked)]); u_ack_off := u_ack_off || v_acked;
+    END IF;
+
+    UPDATE queen.cursors c
+       SET committed = u.committed, lease_id = u.lease, lease_end = u.lease_end, lease_expires_at = u.expires,
+           not_before = u.not_before, total_consumed = c.total_consumed + u.moved,
+           batches_consumed = c.batches_consumed + u.batches,
+           last_consumed_at = CASE WHEN u.moved > 0 THEN v_now ELSE c.last_consumed_at END,
+           acked = CASE WHEN u.k = ANY (u_ack_k)
+                        THEN ARRAY(SELECT a.off FROM unnest(u_ack_k, u_ack_off) AS a(k, off) WHERE a.k = u.k)
+                        ELSE '{}' END
+      FROM unnest(u_part, u_grp, u_committed, u_lease, u_end, u_expires, u_not_bef, u_moved, u_batches)
+               WITH ORDINALITY AS u(part, grp, committed, lease, lease_end, expires, not_before, moved, batches, k)
+     WHERE c.partition_id = p_part AND c.partition_id = u.part AND c.consumer_group = u.grp;
+END;
+$$;
+
+
+-- ack in the Citus mode: the single-node contract (sql/functions/ack.sql),
+-- one ack_one per partition, in partition order (so cursors are locked in
+-- the single-node order), in the caller's transaction. p_offsets, a hint
+-- of the set path, is not needed: ack_one looks every item up.
+CREATE OR REPLACE FUNCTION queen.ack(
+    p_parts    uuid[],
+    p_txids    text[],
+    p_statuses text[],
+    p_groups   text[],
+    p_leases   uuid[],
+    p_errors   text[],
+    p_offsets  bigint[] DEFAULT NULL
+) RETURNS TABLE (
+    idx            integer,
+    success        boolean,
+    error          text,
+    lease_released boolean,
+    dlq            boolean,
+    queue_name     text,
+    partition_name text
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_part uuid;
+    v_ix   integer[];
+BEGIN
+    FOR v_part IN SELECT DISTINCT u FROM unnest(p_parts) AS u ORDER BY 1 LOOP
+        v_ix := ARRAY(SELECT i FROM generate_subscripts(p_parts, 1) AS i WHERE p_parts[i] = v_part ORDER BY i);
+        RETURN QUERY SELECT * FROM queen.ack_one(v_part, v_ix,
+            ARRAY(SELECT p_txids[i] FROM unnest(v_ix) AS i), ARRAY(SELECT p_statuses[i] FROM unnest(v_ix) AS i),
+            ARRAY(SELECT p_groups[i] FROM unnest(v_ix) AS i), ARRAY(SELECT p_leases[i] FROM unnest(v_ix) AS i),
+            ARRAY(SELECT p_errors[i] FROM unnest(v_ix) AS i));
+    END LOOP;
+END;
+$$;
+
+-- ack_spans in the Citus mode: the same answer as the single-node function
+-- gives when no span applies, every item answered through queen.ack (its
+-- rows (NULL, i, ...)), status completed, under its span's lease.
+CREATE OR REPLACE FUNCTION queen.ack_spans(p_parts uuid[], p_groups text[], p_leases uuid[], p_firsts bigint[],
+                                           p_lasts bigint[], p_more_parts uuid[], p_more_groups text[],
+                                           p_item_txids text[])
+RETURNS TABLE (k integer, idx integer, success boolean, error text, released boolean, dlq boolean,
+               queue_name text, partition_name text)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_parts  uuid[] := '{}';
+    v_groups text[] := '{}';
+    v_leases uuid[] := '{}';
+    v_s      integer;
+BEGIN
+    FOR v_s IN 1 .. coalesce(cardinality(p_parts), 0) LOOP
+        v_parts := v_parts || array_fill(p_parts[v_s], ARRAY[(p_lasts[v_s] - p_firsts[v_s] + 1)::integer]);
+        v_groups := v_groups || array_fill(p_groups[v_s], ARRAY[(p_lasts[v_s] - p_firsts[v_s] + 1)::integer]);
+        v_leases := v_leases || array_fill(p_leases[v_s], ARRAY[(p_lasts[v_s] - p_firsts[v_s] + 1)::integer]);
+    END LOOP;
+    RETURN QUERY SELECT NULL::integer, a.idx, a.success, a.error, a.lease_released, a.dlq, a.queue_name, a.partition_name
+      FROM queen.ack(v_parts, p_item_txids, array_fill('completed'::text, ARRAY[cardinality(p_item_txids)]),
+                     v_groups, v_leases, array_fill(NULL::text, ARRAY[cardinality(p_item_txids)])) a;
+END;
+$$;
