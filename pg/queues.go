@@ -107,7 +107,7 @@ ON CONFLICT (name) DO UPDATE SET namespace = EXCLUDED.namespace, task = EXCLUDED
     completed_retention_seconds = EXCLUDED.completed_retention_seconds,
     retention_enabled = EXCLUDED.retention_enabled, encryption_enabled = EXCLUDED.encryption_enabled,
     max_wait_time_seconds = EXCLUDED.max_wait_time_seconds, min_pop_wait_time = EXCLUDED.min_pop_wait_time,
-    updated_at = now()
+    updated_at = EXCLUDED.updated_at
 RETURNING `+queueColumns,
 			name, namespace, task, o.LeaseTime, o.RetryLimit, o.RetryDelay, o.Priority, o.MaxSize, o.TTL,
 			o.DeadLetterQueue, o.DLQAfterMaxRetries, o.DelayedProcessing, o.WindowBuffer, o.RetentionSeconds,

@@ -54,7 +54,9 @@ $convert$;
 -- node (a capped queue's push pays it, as on one node it pays the sum over
 -- its partitions). Writers of one capped queue count one after the other
 -- under a lock of the queue's row, which, a reference table's, every node
--- holds: the advisory lock of the single-node version is per node.
+-- holds: the advisory lock of the single-node version is per node. That
+-- lock is an UPDATE of the row: a two-phase commit over every node for each
+-- commit of a capped queue.
 CREATE OR REPLACE FUNCTION queen.append_one(
     p_part   uuid,
     p_txids  text[],
@@ -90,7 +92,9 @@ BEGIN
       FROM unnest(p_txids) WITH ORDINALITY AS u(txid, ord)
       LEFT JOIN queen.txids x ON x.partition_id = p_part AND x.transaction_id = u.txid;
     IF v_n > 0 AND v_max > 0 THEN
-        PERFORM 1 FROM queen.queues q WHERE q.id = v_qid FOR NO KEY UPDATE;
+        -- Citus locks no row of a reference table for a SELECT; an UPDATE
+        -- writes (and so locks) the row on every node.
+        UPDATE queen.queues q SET updated_at = q.updated_at WHERE q.id = v_qid;
         SELECT v_max - coalesce(sum(p.head - greatest(coalesce(c.mc, 0), coalesce(s.fo, p.head + 1) - 1)), 0)
           INTO v_room
           FROM queen.partitions p
@@ -359,16 +363,22 @@ DECLARE
     v_i       integer;
     v_slot    integer;
     v_claim   integer;
+    v_part    uuid;
+    v_miss    boolean;
     r         record;
 BEGIN
     IF p_pool IS NOT NULL THEN
         v_pool := p_pool;
         v_new := array_fill(false, ARRAY[cardinality(p_pool)]);
         IF p_pinned THEN
+            -- (Through a scalar: Citus sends an assignment to an array
+            -- element to the worker as written, ":=" included.)
             FOR v_i IN 1 .. cardinality(p_pool) LOOP
-                v_new[v_i] := NOT EXISTS (SELECT 1 FROM queen.cursors c0
-                                           WHERE c0.partition_id = p_pool[v_i] AND c0.consumer_group = p_group COLLATE "C")
-                              AND EXISTS (SELECT 1 FROM queen.partitions p0 WHERE p0.id = p_pool[v_i]);
+                v_part := p_pool[v_i];
+                SELECT NOT EXISTS (SELECT 1 FROM queen.cursors c0
+                                    WHERE c0.partition_id = v_part AND c0.consumer_group = p_group COLLATE "C")
+                       AND EXISTS (SELECT 1 FROM queen.partitions p0 WHERE p0.id = v_part) INTO v_miss;
+                v_new[v_i] := v_miss;
             END LOOP;
         END IF;
     ELSE
@@ -728,3 +738,176 @@ BEGIN
                      v_groups, v_leases, array_fill(NULL::text, ARRAY[cardinality(p_item_txids)])) a;
 END;
 $$;
+
+-- claimable in the Citus mode: the single-node contract (sql/functions/
+-- claim.sql), one statement per group, each a read of every node that holds
+-- partitions of the queues (sharded tables joined on the partition id and
+-- the queues' reference rows: Citus pushes it down to every shard). The
+-- delayedProcessing head of a partition is a read routed to its node.
+CREATE OR REPLACE FUNCTION queen.claimable(p_queue_ids uuid[], p_groups text[], p_full boolean[],
+                                           p_cand_groups integer[], p_cand_parts uuid[])
+RETURNS TABLE (grp integer, partition_id uuid, avail bigint, qpos integer, lca timestamptz)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_k     integer;
+    v_cands uuid[];
+    v_group text;
+    v_full  boolean;
+    v_pid   uuid;
+    r       record;
+BEGIN
+    FOR v_k IN 1 .. coalesce(cardinality(p_groups), 0) LOOP
+        v_cands := ARRAY(SELECT u.pid FROM unnest(p_cand_groups, p_cand_parts) AS u(k, pid) WHERE u.k = v_k);
+        v_group := p_groups[v_k];
+        v_full := coalesce(p_full[v_k], false);
+        CONTINUE WHEN NOT v_full AND cardinality(v_cands) = 0;
+        FOR r IN SELECT p.id, p.queue_id, p.head, q.delayed_processing AS delay, c.committed,
+                        c.last_consumed_at AS lca, c.partition_id IS NULL AS fresh,
+                        p.head > c.committed
+                        AND (c.lease_id IS NULL OR c.lease_expires_at <= now())
+                        AND (c.not_before IS NULL OR c.not_before <= now())
+                        AND (q.window_buffer <= 0 OR p.last_write_at <= now() - make_interval(secs => q.window_buffer)) AS ready
+                   FROM queen.partitions p
+                   JOIN queen.queues q ON q.id = p.queue_id
+                   LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = v_group COLLATE "C"
+                  WHERE p.queue_id = ANY (p_queue_ids) AND (v_full OR p.id = ANY (v_cands)) LOOP
+            grp := v_k; partition_id := r.id; qpos := array_position(p_queue_ids, r.queue_id); lca := r.lca;
+            IF r.fresh THEN
+                avail := NULL;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+            CONTINUE WHEN NOT r.ready;
+            avail := r.head - r.committed;
+            IF r.delay > 0 THEN
+                v_pid := r.id;
+                avail := queen.deliverable_head(v_pid, r.head, r.delay, now()) - r.committed;
+            END IF;
+            CONTINUE WHEN avail <= 0;
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END;
+$$;
+
+-- claim_subscribe in the Citus mode: the single-node contract (sql/functions/
+-- claim.sql), one (queue, group) at a time: whether the group has a cursor
+-- on any partition of the queue is a read of every node.
+CREATE OR REPLACE FUNCTION queen.claim_subscribe(p_queue_ids uuid[], p_groups text[], p_sub_modes text[],
+                                                 p_sub_froms timestamptz[])
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r      record;
+    v_qid  uuid;
+    v_name text;
+    v_mode text;
+    v_from timestamptz;
+BEGIN
+    FOR r IN SELECT q.id AS qid, g.name, g.mode, g.from_ts
+               FROM unnest(p_groups, p_sub_modes, p_sub_froms) AS g(name, mode, from_ts), unnest(p_queue_ids) AS q(id)
+              WHERE g.mode <> '' AND g.name <> '__QUEUE_MODE__'
+              ORDER BY q.id, g.name LOOP
+        -- Scalars, not the record's fields, in the statements Citus plans.
+        v_qid := r.qid;
+        v_name := r.name;
+        CONTINUE WHEN EXISTS (SELECT 1 FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = v_name);
+        CONTINUE WHEN EXISTS (SELECT 1 FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id
+                               WHERE p.queue_id = v_qid AND c.consumer_group = v_name);
+        -- (A value computed first: Citus sends a simple CASE inside the
+        -- VALUES of a reference table's insert to the nodes mangled.)
+        v_mode := r.mode;
+        v_from := CASE WHEN v_mode = 'new' THEN now() WHEN v_mode = 'timestamp' THEN r.from_ts END;
+        INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, from_ts)
+        VALUES (v_qid, v_name, v_mode, v_from)
+        ON CONFLICT DO NOTHING;
+    END LOOP;
+END;
+$$;
+
+-- extend_leases in the Citus mode: the single-node contract (sql/functions/
+-- lease.sql). A lease without hints is looked for on every node (lease_id
+-- is not the distribution column); the cursors are locked one statement
+-- each, in (partition, group) order, and each is extended by a statement
+-- routed to its node.
+CREATE OR REPLACE FUNCTION queen.extend_leases(p_leases uuid[], p_seconds integer[], p_parts uuid[], p_groups text[],
+                                               p_hint_k integer[], p_hint_parts uuid[], p_hint_groups text[])
+RETURNS TABLE (idx integer, expires_at text, failure text)
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_min    timestamptz;
+    v_e      timestamptz;
+    v_seen   boolean;
+    r        record;
+    k_lease  integer[] := coalesce(p_hint_k, '{}');
+    k_parts  uuid[] := coalesce(p_hint_parts, '{}');
+    k_groups text[] := coalesce(p_hint_groups, '{}');
+    v_bare   uuid[];
+BEGIN
+    v_bare := ARRAY(SELECT p_leases[i] FROM generate_subscripts(p_leases, 1) AS i WHERE NOT (i = ANY (k_lease)));
+    IF cardinality(v_bare) > 0 THEN
+        FOR r IN SELECT c.lease_id, c.partition_id, c.consumer_group FROM queen.cursors c
+                  WHERE c.lease_id = ANY (v_bare) LOOP
+            k_lease := k_lease || array_position(p_leases, r.lease_id);
+            k_parts := k_parts || r.partition_id;
+            k_groups := k_groups || r.consumer_group;
+        END LOOP;
+    END IF;
+    FOR r IN SELECT DISTINCT u.part, u.grp
+               FROM unnest(coalesce(p_parts, '{}') || k_parts, coalesce(p_groups, '{}') || k_groups) AS u(part, grp)
+              ORDER BY 1, 2 LOOP
+        PERFORM 1 FROM queen.cursors c WHERE c.partition_id = r.part AND c.consumer_group = r.grp FOR UPDATE;
+    END LOOP;
+    FOR i IN 1 .. coalesce(cardinality(p_leases), 0) LOOP
+        idx := i; expires_at := NULL; failure := NULL; v_min := NULL; v_seen := false;
+        FOR r IN SELECT DISTINCT u.part, u.grp FROM unnest(k_lease, k_parts, k_groups) AS u(k, part, grp)
+                  WHERE u.k = i LOOP
+            UPDATE queen.cursors c
+               SET lease_expires_at = CASE WHEN p_seconds[i] < 0 THEN now()
+                                           ELSE greatest(c.lease_expires_at, now() + make_interval(secs => p_seconds[i])) END
+             WHERE c.partition_id = r.part AND c.consumer_group = r.grp
+               AND c.lease_id = p_leases[i] AND c.lease_expires_at > now()
+            RETURNING c.lease_expires_at INTO v_e;
+            IF FOUND THEN
+                v_min := least(v_min, v_e);
+            ELSIF EXISTS (SELECT 1 FROM queen.cursors c WHERE c.partition_id = r.part AND c.consumer_group = r.grp
+                                                         AND c.lease_id = p_leases[i]) THEN
+                v_seen := true;
+            END IF;
+        END LOOP;
+        IF v_min IS NOT NULL THEN
+            expires_at := to_char(v_min, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+        ELSIF v_seen THEN
+            failure := 'lease_expired';
+        ELSE
+            failure := 'lease_not_found';
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- Every PL/pgSQL function plans its statements with the values of their
+-- arguments (a custom plan each call): Citus finds the node a statement
+-- goes to from those values, and cannot plan a multi-shard statement
+-- generically (the single-node functions force generic plans: one plan for
+-- every call, cheaper there).
+DO $custom$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_proc p
+              WHERE p.pronamespace = 'queen'::regnamespace
+                AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'plpgsql')
+                AND p.prorettype <> 'trigger'::regtype
+                AND NOT coalesce('plan_cache_mode=force_custom_plan' = ANY (p.proconfig), false) LOOP
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
+    END LOOP;
+END;
+$custom$;
