@@ -99,3 +99,13 @@ citus-up: ## Start a local Citus cluster (coordinator 55432, workers 55433-55434
 .PHONY: citus-down
 citus-down: ## Stop the local Citus cluster (its data stays in .data/citus)
 	@bash .ci/citus-cluster.sh stop
+
+# The black-box suites that pass on the Citus cluster (docs/scaling.md,
+# "What runs on Citus"); CITUS_PKG widens or narrows the set.
+CITUS_PKG ?= ./http/e2e/pushtest/ ./http/e2e/poptest/ ./http/e2e/acktest/
+
+.PHONY: test-citus
+test-citus: ## Start the local Citus cluster (installing Citus if missing) and run CITUS_PKG's black-box suites on it
+	@QUEENGO_TEST_DATABASE_URL="$$(bash .ci/citus-cluster.sh start)"; export QUEENGO_TEST_DATABASE_URL; \
+	echo "make test-citus: QUEENGO_TEST_DATABASE_URL=$$QUEENGO_TEST_DATABASE_URL"; \
+	go test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) $(CITUS_PKG)
