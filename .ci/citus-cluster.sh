@@ -92,8 +92,14 @@ unix_socket_directories = ''
 timezone = 'UTC'
 log_timezone = 'UTC'
 shared_preload_libraries = 'citus'
-max_connections = 200
+max_connections = 400
 shared_buffers = 128MB
+# The broker's statements are routed to one node; a multi-shard read (a
+# discovery pop, the figures) then uses one connection per worker, not up to
+# 16: with many broker connections the workers would run out of theirs.
+citus.max_adaptive_executor_pool_size = 1
+# Keep the coordinator's connections to the workers between transactions.
+citus.max_cached_conns_per_worker = 4
 work_mem = 8MB
 max_wal_size = 1GB
 max_worker_processes = 8

@@ -911,3 +911,47 @@ BEGIN
     END LOOP;
 END;
 $custom$;
+
+-- delete_queue in the Citus mode: the single-node contract (sql/functions/
+-- queues.sql): never wait for a lock, retry for up to 10 seconds. The
+-- queue's partitions are listed by a read of every node; their rows, cursors
+-- and dead letters are locked NOWAIT by statements routed to each
+-- partition's node, in partition id order; the delete of the queue's row
+-- (a reference table) cascades on every node.
+CREATE OR REPLACE FUNCTION queen.delete_queue(p_name text)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_qid   uuid;
+    v_pid   uuid;
+    v_parts uuid[];
+    v_until timestamptz := clock_timestamp() + interval '10 seconds';
+    v_sleep float8 := 0.002;
+BEGIN
+    LOOP
+        BEGIN
+            SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = p_name FOR UPDATE NOWAIT;
+            IF NOT FOUND THEN
+                RETURN false;
+            END IF;
+            v_parts := ARRAY(SELECT p.id FROM queen.partitions p WHERE p.queue_id = v_qid ORDER BY p.id);
+            FOREACH v_pid IN ARRAY v_parts LOOP
+                PERFORM 1 FROM queen.partitions p WHERE p.id = v_pid FOR UPDATE NOWAIT;
+            END LOOP;
+            PERFORM 1 FROM queen.subscriptions s WHERE s.queue_id = v_qid FOR UPDATE NOWAIT;
+            FOREACH v_pid IN ARRAY v_parts LOOP
+                PERFORM 1 FROM queen.cursors c WHERE c.partition_id = v_pid FOR UPDATE NOWAIT;
+                PERFORM 1 FROM queen.dead_letters d WHERE d.partition_id = v_pid FOR UPDATE NOWAIT;
+            END LOOP;
+            DELETE FROM queen.queues q WHERE q.id = v_qid;
+            RETURN true;
+        EXCEPTION WHEN lock_not_available THEN
+            IF clock_timestamp() > v_until THEN
+                RAISE;
+            END IF;
+        END;
+        PERFORM pg_sleep(v_sleep * (0.5 + random()));
+        v_sleep := least(v_sleep * 2, 0.05);
+    END LOOP;
+END;
+$$;

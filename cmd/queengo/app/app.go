@@ -52,7 +52,8 @@ type App struct {
 func Open(ctx context.Context, cfg *Config, log *slog.Logger) (*App, error) {
 	store, err := pg.Open(ctx, pg.Config{URL: cfg.DatabaseURL, PoolSize: cfg.PoolSize,
 		AcquireTimeout: cfg.PoolAcquireTimeout, StatementTimeout: cfg.StatementTimeout, Logger: log,
-		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys})
+		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys,
+		Citus: cfg.Citus})
 	if err != nil {
 		return nil, err
 	}
