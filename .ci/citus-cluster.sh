@@ -44,6 +44,7 @@ if [ -z "$BUILD" ]; then
 fi
 PG_USER=postgres
 export PGCONNECT_TIMEOUT=5
+export PGOPTIONS="-c client_min_messages=warning"
 unset PGSERVICE PGSERVICEFILE || true
 
 url() { printf 'postgres://%s@127.0.0.1:%s/postgres?sslmode=disable' "$PG_USER" "$1"; }

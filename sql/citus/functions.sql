@@ -230,6 +230,7 @@ DECLARE
     v_hold      boolean;
     v_secs      integer;
     v_end       boolean;
+    v_exp       timestamptz;
 BEGIN
     SELECT p.queue_id, p.name, p.head, p.last_write_at INTO v_qid, v_pname, v_head, v_last
       FROM queen.partitions p WHERE p.id = p_part;
@@ -278,11 +279,12 @@ BEGIN
     v_secs := CASE WHEN p_lease_secs > 0 THEN p_lease_secs WHEN q.lease_time > 0 THEN q.lease_time ELSE 60 END;
     IF v_take > 0 AND NOT v_hold THEN
         v_end := p_auto_ack OR v_lead = v_take;
+        v_exp := now() + make_interval(secs => v_secs);
         UPDATE queen.cursors c
            SET committed = CASE WHEN p_auto_ack THEN v_committed + v_take ELSE v_committed + v_lead END,
                lease_id = CASE WHEN v_end THEN NULL ELSE p_lease_id END,
                lease_end = CASE WHEN v_end THEN NULL ELSE v_committed + v_take END,
-               lease_expires_at = CASE WHEN v_end THEN NULL ELSE now() + make_interval(secs => v_secs) END,
+               lease_expires_at = CASE WHEN v_end THEN NULL ELSE v_exp END,
                acked = CASE WHEN cardinality(v_tomb) = 0 OR v_end THEN '{}'
                             ELSE ARRAY(SELECT o FROM unnest(v_tomb) AS o
                                         WHERE o > v_committed + v_lead AND o <= v_committed + v_take) END,
@@ -849,6 +851,8 @@ DECLARE
     k_parts  uuid[] := coalesce(p_hint_parts, '{}');
     k_groups text[] := coalesce(p_hint_groups, '{}');
     v_bare   uuid[];
+    v_now    timestamptz := now();
+    v_new    timestamptz;
 BEGIN
     v_bare := ARRAY(SELECT p_leases[i] FROM generate_subscripts(p_leases, 1) AS i WHERE NOT (i = ANY (k_lease)));
     IF cardinality(v_bare) > 0 THEN
@@ -868,11 +872,13 @@ BEGIN
         idx := i; expires_at := NULL; failure := NULL; v_min := NULL; v_seen := false;
         FOR r IN SELECT DISTINCT u.part, u.grp FROM unnest(k_lease, k_parts, k_groups) AS u(k, part, grp)
                   WHERE u.k = i LOOP
+            -- Times computed first: Citus refuses a CASE over now() in a
+            -- statement it routes.
+            v_new := CASE WHEN p_seconds[i] < 0 THEN v_now ELSE v_now + make_interval(secs => p_seconds[i]) END;
             UPDATE queen.cursors c
-               SET lease_expires_at = CASE WHEN p_seconds[i] < 0 THEN now()
-                                           ELSE greatest(c.lease_expires_at, now() + make_interval(secs => p_seconds[i])) END
+               SET lease_expires_at = CASE WHEN p_seconds[i] < 0 THEN v_new ELSE greatest(c.lease_expires_at, v_new) END
              WHERE c.partition_id = r.part AND c.consumer_group = r.grp
-               AND c.lease_id = p_leases[i] AND c.lease_expires_at > now()
+               AND c.lease_id = p_leases[i] AND c.lease_expires_at > v_now
             RETURNING c.lease_expires_at INTO v_e;
             IF FOUND THEN
                 v_min := least(v_min, v_e);
@@ -952,6 +958,41 @@ BEGIN
         END;
         PERFORM pg_sleep(v_sleep * (0.5 + random()));
         v_sleep := least(v_sleep * 2, 0.05);
+    END LOOP;
+END;
+$$;
+
+-- remove_dead_letters in the Citus mode: the single-node contract (sql/
+-- functions/ack.sql). The dead letters' partitions are found by a read of
+-- every node (an id alone names no shard); then, per partition in id order,
+-- statements routed to its node lock its dead letters of p_ids in id order,
+-- hide or delete them, and return them.
+CREATE OR REPLACE FUNCTION queen.remove_dead_letters(p_ids uuid[])
+RETURNS TABLE (id uuid, partition_id uuid, consumer_group text, "offset" bigint, frame bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_pid  uuid;
+    v_ids  uuid[];
+    r      record;
+BEGIN
+    FOR v_pid IN SELECT DISTINCT d.partition_id FROM queen.dead_letters d WHERE d.id = ANY (p_ids) AND d.listed ORDER BY 1 LOOP
+        v_ids := ARRAY(SELECT d.id FROM queen.dead_letters d
+                        WHERE d.partition_id = v_pid AND d.id = ANY (p_ids) AND d.listed ORDER BY d.id FOR UPDATE OF d);
+        FOR r IN SELECT d.id AS did, d.consumer_group AS grp, d."offset" AS off, d.frame AS fr,
+                        d.resolves AND EXISTS (SELECT 1 FROM queen.cursors c
+                                                WHERE c.partition_id = v_pid AND c.consumer_group = d.consumer_group
+                                                  AND c.committed < d."offset") AS keep
+                   FROM queen.dead_letters d WHERE d.partition_id = v_pid AND d.id = ANY (v_ids) ORDER BY d.id LOOP
+            id := r.did; partition_id := v_pid; consumer_group := r.grp; "offset" := r.off; frame := r.fr;
+            RETURN NEXT;
+        END LOOP;
+        UPDATE queen.dead_letters d SET listed = false, frame = ''::bytea
+         WHERE d.partition_id = v_pid AND d.id = ANY (v_ids) AND d.resolves
+           AND EXISTS (SELECT 1 FROM queen.cursors c WHERE c.partition_id = v_pid AND c.consumer_group = d.consumer_group
+                                                       AND c.committed < d."offset");
+        DELETE FROM queen.dead_letters d
+         WHERE d.partition_id = v_pid AND d.id = ANY (v_ids) AND d.listed;
     END LOOP;
 END;
 $$;
