@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	qsql "github.com/queengo/queengo/sql"
 )
@@ -151,66 +152,96 @@ CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 		// After the migrations, which create the tables the functions
 		// name. One transaction: a process calling a function never sees
 		// a file half applied or a dropped signature not yet re-created.
-		err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			for _, f := range funcs {
-				if _, err := tx.Exec(ctx, f.SQL); err != nil {
-					return fmt.Errorf("error applying function file %s: %w", f.Name, err)
-				}
-			}
-			return nil
-		})
+		// In the Citus mode the Citus forms of the functions (sql/citus)
+		// replace the single-node ones in the same transaction, so another
+		// broker process running meanwhile never calls a single-node form
+		// on sharded tables. On the first start in that mode the tables are
+		// distributed after the function files (the layout's check needs
+		// queen.partition_key), and the files are applied once more.
+		citus, err := s.citusMode(ctx, c)
 		if err != nil {
 			return err
 		}
-		return s.applyCitusLayout(ctx, c)
+		distributed := false
+		if citus {
+			if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_partition
+ WHERE logicalrelid = to_regclass('queen.partitions'))`).Scan(&distributed); err != nil {
+				return fmt.Errorf("error reading the Citus layout: %w", err)
+			}
+		}
+		if err := applyFunctions(ctx, c, funcs, distributed); err != nil {
+			return err
+		}
+		if !citus {
+			return nil
+		}
+		if err := citusFile(ctx, c, "citus/layout.sql"); err != nil {
+			return err
+		}
+		if err := distributeTables(ctx, c); err != nil {
+			return err
+		}
+		if !distributed {
+			if err := applyFunctions(ctx, c, funcs, true); err != nil {
+				return err
+			}
+		}
+		s.citus.Store(true)
+		return nil
 	}())
 	return applied, err
 }
 
-// applyCitusLayout applies sql/citus (the layout, the Citus mode's
-// functions, and their distribution) when the Config's Citus
-// mode asks for it: on a database with the citus extension (CitusAuto) or
-// always (CitusOn, which fails without the extension). Outside a
-// transaction block: create_distributed_table copies a table's rows to its
-// shards over connections of its own.
-func (s *Store) applyCitusLayout(ctx context.Context, c *pgx.Conn) error {
-	mode := s.cfg.Citus
-	if mode == CitusOff {
+// applyFunctions applies the function files and, with citus, the Citus
+// forms of the functions and their distribution (sql/citus/functions.sql,
+// distribute.sql), in one transaction.
+func applyFunctions(ctx context.Context, c *pgx.Conn, funcs []Function, citus bool) error {
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		for _, f := range funcs {
+			if _, err := tx.Exec(ctx, f.SQL); err != nil {
+				return fmt.Errorf("error applying function file %s: %w", f.Name, err)
+			}
+		}
+		if !citus {
+			return nil
+		}
+		for _, f := range []string{"citus/functions.sql", "citus/distribute.sql"} {
+			if err := citusFile(ctx, tx, f); err != nil {
+				return err
+			}
+		}
 		return nil
+	})
+}
+
+// citusMode reports whether the Config's Citus mode applies sql/citus: on a
+// database with the citus extension (CitusAuto) or always (CitusOn, which
+// fails without the extension).
+func (s *Store) citusMode(ctx context.Context, c *pgx.Conn) (bool, error) {
+	if s.cfg.Citus == CitusOff {
+		return false, nil
 	}
 	var has bool
 	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&has); err != nil {
-		return fmt.Errorf("error looking for the citus extension: %w", err)
+		return false, fmt.Errorf("error looking for the citus extension: %w", err)
 	}
-	if !has {
-		if mode == CitusOn {
-			return fmt.Errorf("QUEENGO_CITUS=on but the database has no citus extension (CREATE EXTENSION citus; docs/scaling.md)")
-		}
-		return nil
+	if !has && s.cfg.Citus == CitusOn {
+		return false, fmt.Errorf("QUEENGO_CITUS=on but the database has no citus extension (CREATE EXTENSION citus; docs/scaling.md)")
 	}
-	exec := func(f string) error {
-		body, err := fs.ReadFile(qsql.Citus, f)
-		if err != nil {
-			return fmt.Errorf("error reading the Citus layout: %w", err)
-		}
-		if _, err := c.Exec(ctx, string(body)); err != nil {
-			return fmt.Errorf("error applying the Citus layout (sql/%s): %w", f, err)
-		}
-		return nil
+	return has, nil
+}
+
+// citusFile runs one file of sql/citus.
+func citusFile(ctx context.Context, c interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, name string) error {
+	body, err := fs.ReadFile(qsql.Citus, name)
+	if err != nil {
+		return fmt.Errorf("error reading the Citus layout: %w", err)
 	}
-	if err := exec("citus/layout.sql"); err != nil {
-		return err
+	if _, err := c.Exec(ctx, string(body)); err != nil {
+		return fmt.Errorf("error applying the Citus layout (sql/%s): %w", name, err)
 	}
-	if err := distributeTables(ctx, c); err != nil {
-		return err
-	}
-	if err := exec("citus/functions.sql"); err != nil {
-		return err
-	}
-	if err := exec("citus/distribute.sql"); err != nil {
-		return err
-	}
-	s.citus.Store(true)
 	return nil
 }
 
