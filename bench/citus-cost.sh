@@ -69,6 +69,14 @@ run_target() { # run_target NAME URL DIR...
 	local bpid=$!
 	for _ in $(seq 60); do curl -fs "http://127.0.0.1:$BROKER_PORT/health" >/dev/null 2>&1 && break; sleep 0.5; done
 	local scen batch before after j
+	# Warm-up, not measured: every new connection's first calls compile the
+	# PL/pgSQL functions and load Citus's metadata (half a second on a
+	# worker's fresh backend); the broker's and the coordinator's connections
+	# are kept after it.
+	/tmp/citus-cost/bench push --url "http://127.0.0.1:$BROKER_PORT" --no-pg --batch 10 --connections "$CONNS" \
+		--partitions "$PARTS" --duration 5s >/dev/null 2>&1
+	/tmp/citus-cost/bench consume --url "http://127.0.0.1:$BROKER_PORT" --no-pg --batch 10 --consumers "$CONNS" \
+		--partitions "$PARTS" --messages 2000 >/dev/null 2>&1
 	for scen in push consume; do
 		for batch in 1 10 100; do
 			j="/tmp/citus-cost/$name-$scen-$batch.json"
