@@ -64,9 +64,9 @@ def table(rows):
             if not s or not c:
                 continue
             rate = lambda r: r["messages"] / r["seconds"] if r["seconds"] else 0
-            ratio = c["db_us"] / s["db_us"] if s["db_us"] else float("nan")
+            ratio = f"{c['db_us'] / s['db_us']:.1f}×" if s["db_us"] > 0 else "n/a"
             print(f"| {scen} | {batch} | {rate(s):,.0f} | {s['broker_us']:.0f} | {s['db_us']:.0f} "
-                  f"| {rate(c):,.0f} | {c['broker_us']:.0f} | {c['coordinator_us']:.0f} | {c['workers_us']:.0f} | {ratio:.2f}× |")
+                  f"| {rate(c):,.0f} | {c['broker_us']:.0f} | {c['coordinator_us']:.0f} | {c['workers_us']:.0f} | {ratio} |")
 
 
 def model(rows, cores, util, commit_ms):
@@ -81,7 +81,7 @@ def model(rows, cores, util, commit_ms):
             s, c = rows.get(("single", scen, batch)), rows.get(("citus", scen, batch))
             if not s or not c:
                 continue
-            single = cap / s["db_us"] if s["db_us"] else float("inf")
+            single = f"{cap / s['db_us']:,.0f}" if s["db_us"] > 0 else "n/a (too short to read)"
             coord = cap / c["coordinator_us"] if c["coordinator_us"] else float("inf")
             cells, bound = [], ""
             for n in WORKERS:
@@ -90,7 +90,7 @@ def model(rows, cores, util, commit_ms):
                 bound = "coordinator" if coord <= work else "workers"
                 cells.append(f"{x:,.0f}")
             hot = batch * 1000.0 / commit_ms
-            print(f"| {scen} | {batch} | {single:,.0f} | " + " | ".join(cells) + f" | {bound} | {hot:,.0f} |")
+            print(f"| {scen} | {batch} | {single} | " + " | ".join(cells) + f" | {bound} | {hot:,.0f} |")
 
 
 def main():
