@@ -105,6 +105,9 @@ work_mem = 8MB
 max_wal_size = 1GB
 max_worker_processes = 8
 max_prepared_transactions = 100
+# Shard moves without blocking writes (citus_rebalance_start's default
+# transfer mode) use logical replication.
+wal_level = logical
 # Durable commits, as on the single-node server the figures compare with.
 fsync = on
 synchronous_commit = on
