@@ -996,3 +996,63 @@ BEGIN
     END LOOP;
 END;
 $$;
+
+-- seek_group in the Citus mode: the single-node contract (sql/functions/
+-- groups.sql). The group's cursors on the queue are listed by a read of
+-- every node; each is then locked, moved and its dead letters unresolved by
+-- statements routed to its partition's node, in partition order.
+CREATE OR REPLACE FUNCTION queen.seek_group(p_group text, p_queue text, p_partition text, p_to_end boolean,
+                                            p_at timestamptz,
+                                            OUT missing text, OUT partitions uuid[], OUT head_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_qid       uuid;
+    v_pid       uuid;
+    v_part      uuid;
+    v_head      bigint;
+    v_to        bigint;
+    v_committed bigint;
+    r           record;
+BEGIN
+    partitions := '{}';
+    SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = p_queue;
+    IF NOT FOUND THEN
+        missing := 'queue';
+        RETURN;
+    END IF;
+    IF p_partition IS NOT NULL THEN
+        v_pid := queen.partition_key(v_qid, p_partition);
+        SELECT p.id INTO v_pid FROM queen.partitions p WHERE p.id = v_pid;
+        IF NOT FOUND THEN
+            SELECT p.id INTO v_pid FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition;
+        END IF;
+        IF v_pid IS NULL THEN
+            missing := 'partition';
+            RETURN;
+        END IF;
+        SELECT s.created_at INTO head_at FROM queen.segments s WHERE s.partition_id = v_pid
+         ORDER BY s.first_offset DESC LIMIT 1;
+    END IF;
+    FOR r IN SELECT c.partition_id
+               FROM queen.partitions p
+               JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = p_group
+              WHERE p.queue_id = v_qid AND (v_pid IS NULL OR p.id = v_pid)
+              ORDER BY c.partition_id
+    LOOP
+        v_part := r.partition_id;
+        PERFORM 1 FROM queen.cursors c WHERE c.partition_id = v_part AND c.consumer_group = p_group FOR UPDATE;
+        SELECT p.head INTO v_head FROM queen.partitions p WHERE p.id = v_part;
+        v_to := CASE WHEN p_to_end THEN v_head ELSE queen.seek_offset(v_part, v_head, p_at) END;
+        UPDATE queen.cursors c
+           SET committed = v_to, lease_id = NULL, lease_end = NULL, lease_expires_at = NULL, acked = '{}',
+               not_before = NULL
+         WHERE c.partition_id = v_part AND c.consumer_group = p_group
+        RETURNING c.committed INTO v_committed;
+        PERFORM queen.unresolve_dead_letters(p_group, ARRAY[v_part], v_committed);
+        partitions := partitions || v_part;
+    END LOOP;
+    IF cardinality(partitions) = 0 AND NOT queen.group_known(p_group, v_qid) THEN
+        missing := 'group';
+    END IF;
+END;
+$$;
