@@ -17,11 +17,13 @@
 // migration. A LANGUAGE sql body is checked when it is created, so a file
 // must come after (in name or within the file) the functions it calls.
 //
-// citus/layout.sql is the Citus mode of the schema (docs/scaling.md): which
-// table is a reference table and which is sharded by partition id, the
-// constraints re-designed for that, and the functions the coordinator hands
-// to the node owning a partition. It is applied after the function files,
-// only on a database with the citus extension, and is idempotent.
+// citus/ is the Citus mode of the schema (docs/scaling.md), applied only on
+// a database with the citus extension, idempotent: layout.sql (which table
+// is a reference table and which is sharded by partition id, and the
+// constraints re-designed for that) after the function files, and
+// functions.sql and distribute.sql (the Citus forms of the functions, which
+// replace the single-node ones, and the function Citus runs whole on the
+// node owning a partition) in the function files' transaction.
 package sql
 
 import "embed"
