@@ -116,7 +116,7 @@ RETURNING `+queueColumns,
 		if err != nil {
 			return err
 		}
-		pid, err = ensurePartition(ctx, tx, q.ID, queengo.DefaultPartition)
+		pid, err = ensurePartition(ctx, tx, q.ID, queengo.DefaultPartition, s.citus.Load())
 		return err
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func (s *Store) EnsurePartition(ctx context.Context, queueID uuid.UUID, name str
 	var pid uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
-		pid, err = ensurePartition(ctx, c, queueID, name)
+		pid, err = ensurePartition(ctx, c, queueID, name, s.citus.Load())
 		return err
 	})
 	if err != nil {
@@ -147,20 +147,36 @@ type querier interface {
 // ensurePartition creates a partition with the id queen.partition_key gives
 // its queue and name (the Citus mode's uniqueness of the pair, sql/citus),
 // or finds the existing one, whatever its id (one made before partition_key,
-// or by an import, keeps its id).
-func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string) (uuid.UUID, error) {
+// or by an import, keeps its id). In the Citus mode (citus) every partition
+// has that id, so the statement names the partition by it alone and Citus
+// routes it to one node; a lookup by queue and name would read every node.
+func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string, citus bool) (uuid.UUID, error) {
+	sql := ensurePartitionSQL
+	if citus {
+		sql = ensurePartitionCitusSQL
+	}
 	var pid uuid.UUID
 	err := retryRace(func() error {
-		return q.QueryRow(ctx, `WITH ins AS (
+		return q.QueryRow(ctx, sql, queueID, name).Scan(&pid)
+	})
+	return pid, err
+}
+
+const ensurePartitionSQL = `WITH ins AS (
     INSERT INTO queen.partitions (id, queue_id, name) VALUES (queen.partition_key($1, $2), $1, $2)
     ON CONFLICT DO NOTHING RETURNING id)
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2
-LIMIT 1`, queueID, name).Scan(&pid)
-	})
-	return pid, err
-}
+LIMIT 1`
+
+const ensurePartitionCitusSQL = `WITH ins AS (
+    INSERT INTO queen.partitions (id, queue_id, name) VALUES (queen.partition_key($1, $2), $1, $2)
+    ON CONFLICT DO NOTHING RETURNING id)
+SELECT id FROM ins
+UNION ALL
+SELECT id FROM queen.partitions WHERE id = queen.partition_key($1, $2)
+LIMIT 1`
 
 // retryRace reruns an insert-or-select that found no row: a concurrent
 // insert of the same key committed after the statement's snapshot was taken,
