@@ -144,12 +144,13 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// ensurePartition creates a partition with the id queen.partition_key gives
-// its queue and name (the Citus mode's uniqueness of the pair, sql/citus),
-// or finds the existing one, whatever its id (one made before partition_key,
-// or by an import, keeps its id). In the Citus mode (citus) every partition
-// has that id, so the statement names the partition by it alone and Citus
-// routes it to one node; a lookup by queue and name would read every node.
+// ensurePartition creates the partition or finds the existing one. On one
+// PostgreSQL a new partition gets a random id (a partition deleted and
+// created again gets a new one). In the Citus mode (citus) its id is the
+// one queen.partition_key derives from its queue and name, which a check
+// holds every partition to (the uniqueness of the pair there, sql/citus),
+// so the statement names the partition by that id alone and Citus routes it
+// to one node; a lookup by queue and name would read every node.
 func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string, citus bool) (uuid.UUID, error) {
 	sql := ensurePartitionSQL
 	if citus {
@@ -163,8 +164,8 @@ func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name str
 }
 
 const ensurePartitionSQL = `WITH ins AS (
-    INSERT INTO queen.partitions (id, queue_id, name) VALUES (queen.partition_key($1, $2), $1, $2)
-    ON CONFLICT DO NOTHING RETURNING id)
+    INSERT INTO queen.partitions (queue_id, name) VALUES ($1, $2)
+    ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2
@@ -197,7 +198,13 @@ func retryRace(fn func() error) error {
 func (s *Store) LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, `SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2`, queueID, name).Scan(&pid)
+		sql := `SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2`
+		if s.citus.Load() {
+			// Every partition has its derived id there (ensurePartition):
+			// one routed probe instead of a read of every node.
+			sql = `SELECT id FROM queen.partitions WHERE id = queen.partition_key($1, $2)`
+		}
+		return c.QueryRow(ctx, sql, queueID, name).Scan(&pid)
 	})
 	return pid, err
 }
