@@ -91,3 +91,21 @@ fuzz: ## Run each Fuzz target for FUZZTIME (default 20s), one after another
 		echo "make fuzz: go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null; \
 	done <<<"$$targets"
+
+.PHONY: citus-up
+citus-up: ## Start a local Citus cluster (coordinator 55432, workers 55433-55434, .data/citus) and print its URL; installs Citus first if missing
+	@bash .ci/citus-cluster.sh start
+
+.PHONY: citus-down
+citus-down: ## Stop the local Citus cluster (its data stays in .data/citus)
+	@bash .ci/citus-cluster.sh stop
+
+# The black-box suites that pass on the Citus cluster (docs/scaling.md,
+# "What runs on Citus"); CITUS_PKG widens or narrows the set.
+CITUS_PKG ?= ./http/e2e/pushtest/ ./http/e2e/poptest/ ./http/e2e/acktest/
+
+.PHONY: test-citus
+test-citus: ## Start the local Citus cluster (installing Citus if missing) and run CITUS_PKG's black-box suites on it
+	@QUEENGO_TEST_DATABASE_URL="$$(bash .ci/citus-cluster.sh start)"; export QUEENGO_TEST_DATABASE_URL; \
+	echo "make test-citus: QUEENGO_TEST_DATABASE_URL=$$QUEENGO_TEST_DATABASE_URL"; \
+	go test -race -count=1 -p 1 -timeout 30m $(TESTFLAGS) $(CITUS_PKG)

@@ -27,6 +27,10 @@ func (s *Store) Append(ctx context.Context, segs []queengo.Segment) ([][]uuid.UU
 	var out [][]uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
+		if len(segs) == 1 && s.citus.Load() {
+			out, err = writeOne(ctx, c, segs[0], s.seal)
+			return err
+		}
 		out, err = writeSegments(ctx, c, segs, s.seal)
 		return err
 	})
@@ -68,6 +72,24 @@ func writeSegments(ctx context.Context, q querier, segs []queengo.Segment, key *
 	}
 	return w.dups(dups), nil
 }
+
+// writeOne writes a segment with queen.append_one (the Citus mode,
+// sql/citus/functions.sql), a statement of its own, so Citus runs the whole
+// function on the node that owns the partition.
+func writeOne(ctx context.Context, q querier, seg queengo.Segment, key *sealKey) ([][]uuid.UUID, error) {
+	w, err := encodeSegments([]queengo.Segment{seg}, key)
+	if err != nil {
+		return nil, err
+	}
+	var dups []pgtype.UUID
+	if err := q.QueryRow(ctx, appendOneSQL, w.args[0].([]pgtype.UUID)[0], w.args[2], w.args[3], w.args[4]).Scan(&dups); err != nil {
+		return nil, err
+	}
+	return w.dups(dups), nil
+}
+
+// appendOneSQL writes one partition's segment in the Citus mode.
+const appendOneSQL = `SELECT queen.append_one($1, $2, $3, $4)`
 
 // appendSQL writes segments: queen.append_segments, which answers per frame
 // the id of the stored message it duplicates.

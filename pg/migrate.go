@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	qsql "github.com/queengo/queengo/sql"
 )
@@ -151,15 +153,175 @@ CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 		// After the migrations, which create the tables the functions
 		// name. One transaction: a process calling a function never sees
 		// a file half applied or a dropped signature not yet re-created.
-		err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			for _, f := range funcs {
-				if _, err := tx.Exec(ctx, f.SQL); err != nil {
-					return fmt.Errorf("error applying function file %s: %w", f.Name, err)
-				}
+		// In the Citus mode the Citus forms of the functions (sql/citus)
+		// replace the single-node ones in the same transaction, so another
+		// broker process running meanwhile never calls a single-node form
+		// on sharded tables. On the first start in that mode the tables are
+		// distributed after the function files (the layout's check needs
+		// queen.partition_key), and the files are applied once more.
+		citus, err := s.citusMode(ctx, c)
+		if err != nil {
+			return err
+		}
+		distributed := false
+		if citus {
+			if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_partition
+ WHERE logicalrelid = to_regclass('queen.partitions'))`).Scan(&distributed); err != nil {
+				return fmt.Errorf("error reading the Citus layout: %w", err)
 			}
+		}
+		if err := applyFunctions(ctx, c, funcs, distributed); err != nil {
+			return err
+		}
+		if !citus {
 			return nil
-		})
-		return err
+		}
+		if err := citusFile(ctx, c, "citus/layout.sql"); err != nil {
+			return err
+		}
+		if err := distributeTables(ctx, c); err != nil {
+			return err
+		}
+		if !distributed {
+			if err := applyFunctions(ctx, c, funcs, true); err != nil {
+				return err
+			}
+		}
+		s.citus.Store(true)
+		return nil
 	}())
 	return applied, err
+}
+
+// applyFunctions applies the function files and, with citus, the Citus
+// forms of the functions and their distribution (sql/citus/functions.sql,
+// distribute.sql), in one transaction.
+func applyFunctions(ctx context.Context, c *pgx.Conn, funcs []Function, citus bool) error {
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		for _, f := range funcs {
+			if _, err := tx.Exec(ctx, f.SQL); err != nil {
+				return fmt.Errorf("error applying function file %s: %w", f.Name, err)
+			}
+		}
+		if !citus {
+			return nil
+		}
+		for _, f := range []string{"citus/functions.sql", "citus/distribute.sql"} {
+			if err := citusFile(ctx, tx, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// citusMode reports whether the Config's Citus mode applies sql/citus: on a
+// database with the citus extension (CitusAuto) or always (CitusOn, which
+// fails without the extension).
+func (s *Store) citusMode(ctx context.Context, c *pgx.Conn) (bool, error) {
+	if s.cfg.Citus == CitusOff {
+		return false, nil
+	}
+	var has bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&has); err != nil {
+		return false, fmt.Errorf("error looking for the citus extension: %w", err)
+	}
+	if !has && s.cfg.Citus == CitusOn {
+		return false, fmt.Errorf("QUEENGO_CITUS=on but the database has no citus extension (CREATE EXTENSION citus; docs/scaling.md)")
+	}
+	return has, nil
+}
+
+// citusFile runs one file of sql/citus.
+func citusFile(ctx context.Context, c interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, name string) error {
+	body, err := fs.ReadFile(qsql.Citus, name)
+	if err != nil {
+		return fmt.Errorf("error reading the Citus layout: %w", err)
+	}
+	if _, err := c.Exec(ctx, string(body)); err != nil {
+		return fmt.Errorf("error applying the Citus layout (sql/%s): %w", name, err)
+	}
+	return nil
+}
+
+// distributeTables makes each table of queen.citus_layout the kind it names,
+// one statement (and transaction) each, in ord order: Citus copies a
+// table's rows to its shards over connections of its own, and converts the
+// tables linked to a new reference table by foreign keys into local tables
+// on the way, so each step reads the catalogue anew.
+func distributeTables(ctx context.Context, c *pgx.Conn) error {
+	// Citus cannot distribute a table another one references by a foreign
+	// key unless both are distributed, and turns the tables linked to a new
+	// reference table into local ones: the foreign keys among the layout's
+	// tables are set aside while their tables are not all distributed, and
+	// made again after.
+	rows, err := c.Query(ctx, `SELECT format('%s', k.conrelid::regclass), quote_ident(k.conname), pg_get_constraintdef(k.oid)
+  FROM pg_constraint k
+ WHERE k.contype = 'f' AND k.conrelid IN (SELECT to_regclass(l.tbl) FROM queen.citus_layout l)
+   AND EXISTS (SELECT 1 FROM queen.citus_layout l
+                WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = to_regclass(l.tbl)))`)
+	if err != nil {
+		return fmt.Errorf("error reading the foreign keys of the Citus layout: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([3]string, error) {
+		var k [3]string
+		err := r.Scan(&k[0], &k[1], &k[2])
+		return k, err
+	})
+	if err != nil {
+		return fmt.Errorf("error reading the foreign keys of the Citus layout: %w", err)
+	}
+	for _, k := range keys {
+		if _, err := c.Exec(ctx, "ALTER TABLE "+k[0]+" DROP CONSTRAINT "+k[1]); err != nil {
+			return fmt.Errorf("error setting aside foreign key %s of %s: %w", k[1], k[0], err)
+		}
+	}
+	if err := distributeEach(ctx, c); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := c.Exec(ctx, "ALTER TABLE "+k[0]+" ADD CONSTRAINT "+k[1]+" "+k[2]); err != nil {
+			return fmt.Errorf("error making foreign key %s of %s again: %w", k[1], k[0], err)
+		}
+	}
+	return nil
+}
+
+// distributeEach makes each table of queen.citus_layout the kind it names.
+func distributeEach(ctx context.Context, c *pgx.Conn) error {
+	for {
+		var tbl, kind string
+		var col *string
+		err := c.QueryRow(ctx, `SELECT l.tbl, l.kind, l.dist_col FROM queen.citus_layout l
+ WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = l.tbl::regclass
+                     AND CASE l.kind WHEN 'reference' THEN d.partmethod = 'n' AND d.repmodel = 't'
+                                     WHEN 'local' THEN d.partmethod = 'n' AND d.repmodel = 's'
+                                     ELSE d.partmethod = 'h' END)
+ ORDER BY l.ord LIMIT 1`).Scan(&tbl, &kind, &col)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("error reading queen.citus_layout: %w", err)
+		}
+		var stmt string
+		var args []any
+		switch kind {
+		case "reference":
+			stmt, args = "SELECT create_reference_table($1::regclass)", []any{tbl}
+		case "local":
+			stmt, args = "SELECT citus_add_local_table_to_metadata($1::regclass)", []any{tbl}
+		default:
+			with := "queen.partitions"
+			if tbl == with {
+				with = "none"
+			}
+			stmt, args = "SELECT create_distributed_table($1::regclass, $2, colocate_with => $3)", []any{tbl, *col, with}
+		}
+		if _, err := c.Exec(ctx, stmt, args...); err != nil {
+			return fmt.Errorf("error distributing %s as %s table: %w", tbl, kind, err)
+		}
+	}
 }

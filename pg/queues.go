@@ -107,7 +107,7 @@ ON CONFLICT (name) DO UPDATE SET namespace = EXCLUDED.namespace, task = EXCLUDED
     completed_retention_seconds = EXCLUDED.completed_retention_seconds,
     retention_enabled = EXCLUDED.retention_enabled, encryption_enabled = EXCLUDED.encryption_enabled,
     max_wait_time_seconds = EXCLUDED.max_wait_time_seconds, min_pop_wait_time = EXCLUDED.min_pop_wait_time,
-    updated_at = now()
+    updated_at = EXCLUDED.updated_at
 RETURNING `+queueColumns,
 			name, namespace, task, o.LeaseTime, o.RetryLimit, o.RetryDelay, o.Priority, o.MaxSize, o.TTL,
 			o.DeadLetterQueue, o.DLQAfterMaxRetries, o.DelayedProcessing, o.WindowBuffer, o.RetentionSeconds,
@@ -116,7 +116,7 @@ RETURNING `+queueColumns,
 		if err != nil {
 			return err
 		}
-		pid, err = ensurePartition(ctx, tx, q.ID, queengo.DefaultPartition)
+		pid, err = ensurePartition(ctx, tx, q.ID, queengo.DefaultPartition, s.citus.Load())
 		return err
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func (s *Store) EnsurePartition(ctx context.Context, queueID uuid.UUID, name str
 	var pid uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
-		pid, err = ensurePartition(ctx, c, queueID, name)
+		pid, err = ensurePartition(ctx, c, queueID, name, s.citus.Load())
 		return err
 	})
 	if err != nil {
@@ -144,19 +144,40 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string) (uuid.UUID, error) {
+// ensurePartition creates the partition or finds the existing one. On one
+// PostgreSQL a new partition gets a random id (a partition deleted and
+// created again gets a new one). In the Citus mode (citus) its id is the
+// one queen.partition_key derives from its queue and name, which a check
+// holds every partition to (the uniqueness of the pair there, sql/citus),
+// so the statement names the partition by that id alone and Citus routes it
+// to one node; a lookup by queue and name would read every node.
+func ensurePartition(ctx context.Context, q querier, queueID uuid.UUID, name string, citus bool) (uuid.UUID, error) {
+	sql := ensurePartitionSQL
+	if citus {
+		sql = ensurePartitionCitusSQL
+	}
 	var pid uuid.UUID
 	err := retryRace(func() error {
-		return q.QueryRow(ctx, `WITH ins AS (
+		return q.QueryRow(ctx, sql, queueID, name).Scan(&pid)
+	})
+	return pid, err
+}
+
+const ensurePartitionSQL = `WITH ins AS (
     INSERT INTO queen.partitions (queue_id, name) VALUES ($1, $2)
     ON CONFLICT (queue_id, name) DO NOTHING RETURNING id)
 SELECT id FROM ins
 UNION ALL
 SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2
-LIMIT 1`, queueID, name).Scan(&pid)
-	})
-	return pid, err
-}
+LIMIT 1`
+
+const ensurePartitionCitusSQL = `WITH ins AS (
+    INSERT INTO queen.partitions (id, queue_id, name) VALUES (queen.partition_key($1, $2), $1, $2)
+    ON CONFLICT DO NOTHING RETURNING id)
+SELECT id FROM ins
+UNION ALL
+SELECT id FROM queen.partitions WHERE id = queen.partition_key($1, $2)
+LIMIT 1`
 
 // retryRace reruns an insert-or-select that found no row: a concurrent
 // insert of the same key committed after the statement's snapshot was taken,
@@ -177,7 +198,13 @@ func retryRace(fn func() error) error {
 func (s *Store) LookupPartition(ctx context.Context, queueID uuid.UUID, name string) (uuid.UUID, error) {
 	var pid uuid.UUID
 	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, `SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2`, queueID, name).Scan(&pid)
+		sql := `SELECT id FROM queen.partitions WHERE queue_id = $1 AND name = $2`
+		if s.citus.Load() {
+			// Every partition has its derived id there (ensurePartition):
+			// one routed probe instead of a read of every node.
+			sql = `SELECT id FROM queen.partitions WHERE id = queen.partition_key($1, $2)`
+		}
+		return c.QueryRow(ctx, sql, queueID, name).Scan(&pid)
 	})
 	return pid, err
 }

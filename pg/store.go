@@ -59,7 +59,18 @@ type Config struct {
 	EncryptionReadKeys [][]byte
 	// Conn holds the settings of every connection (pg/dial.go).
 	Conn ConnOptions
+	// Citus is the Citus mode of the schema (docs/scaling.md): CitusAuto
+	// (the default, "") applies it when the database has the citus
+	// extension, CitusOn requires the extension, CitusOff never applies it.
+	Citus string
 }
+
+// The values of Config.Citus.
+const (
+	CitusAuto = "auto"
+	CitusOn   = "on"
+	CitusOff  = "off"
+)
 
 // Store runs the broker's statements on a pgx pool.
 type Store struct {
@@ -76,6 +87,10 @@ type Store struct {
 	// unreachable when the broker started); every operation fails with
 	// queengo.ErrUnavailable until SetPending(false).
 	pending atomic.Bool
+	// citus: Migrate applied the Citus layout (sql/citus): a commit to one
+	// partition calls the distributed queen.append_one, which runs on the
+	// partition's node.
+	citus atomic.Bool
 }
 
 // SetPending holds every operation of the Store (on, each fails with

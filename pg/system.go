@@ -65,7 +65,7 @@ func (s *Store) readSwitch(ctx context.Context, key string) (bool, error) {
 func (s *Store) writeSwitch(ctx context.Context, key string, on bool) error {
 	return s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		_, err := c.Exec(ctx, `INSERT INTO queen.system_state (key, value) VALUES ($1, jsonb_build_object('enabled', $2::boolean))
-ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, on)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`, key, on)
 		return err
 	})
 }

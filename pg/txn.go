@@ -40,7 +40,7 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 			k := [2]string{p.Queue, p.Partition}
 			si, ok := parts[k]
 			if !ok {
-				pid, err := ensurePartition(ctx, tx, q.ID, p.Partition)
+				pid, err := ensurePartition(ctx, tx, q.ID, p.Partition, s.citus.Load())
 				if err != nil {
 					return err
 				}

@@ -16,6 +16,14 @@
 // signature). A function changes by a diff of its file, never by a
 // migration. A LANGUAGE sql body is checked when it is created, so a file
 // must come after (in name or within the file) the functions it calls.
+//
+// citus/ is the Citus mode of the schema (docs/scaling.md), applied only on
+// a database with the citus extension, idempotent: layout.sql (which table
+// is a reference table and which is sharded by partition id, and the
+// constraints re-designed for that) after the function files, and
+// functions.sql and distribute.sql (the Citus forms of the functions, which
+// replace the single-node ones, and the function Citus runs whole on the
+// node owning a partition) in the function files' transaction.
 package sql
 
 import "embed"
@@ -29,3 +37,8 @@ var Migrations embed.FS
 //
 //go:embed functions/*.sql
 var Functions embed.FS
+
+// Citus holds the Citus layout (citus/layout.sql).
+//
+//go:embed citus/*.sql
+var Citus embed.FS

@@ -38,6 +38,9 @@ type Database struct {
 	URL   string
 	Name  string
 	admin string
+	// workers are the admin URLs of the Citus workers that hold a copy of
+	// the database (joinCitus); none on a plain PostgreSQL.
+	workers []string
 
 	mu   sync.Mutex
 	pool *pgxpool.Pool // QueryRow's connections, made at its first call
@@ -57,8 +60,92 @@ func Create(prefix string) (*Database, error) {
 		return nil, fmt.Errorf("test database url %q must be a URL", admin)
 	}
 	u.Path = "/" + name
-	return &Database{URL: u.String(), Name: name, admin: admin}, nil
+	d := &Database{URL: u.String(), Name: name, admin: admin}
+	if err := d.joinCitus(); err != nil {
+		_ = d.Drop()
+		return nil, fmt.Errorf("error making test database %s a Citus database: %w", name, err)
+	}
+	return d, nil
 }
+
+// joinCitus makes the database a Citus database like the admin database,
+// when that is a Citus coordinator with workers (docs/scaling.md): Citus
+// keeps its nodes per database, so the database is created on every worker
+// too, with the extension, and the coordinator's copy gets the same nodes.
+// The broker's migrations then find the extension and apply the Citus
+// layout. Nothing happens on a plain PostgreSQL.
+func (d *Database) joinCitus() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, d.admin)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var citus bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil || !citus {
+		return err
+	}
+	rows, err := c.Query(ctx, "SELECT nodename, nodeport, groupid = 0 FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid")
+	if err != nil {
+		return err
+	}
+	type node struct {
+		host        string
+		port        int32
+		coordinator bool
+	}
+	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (node, error) {
+		var n node
+		err := r.Scan(&n.host, &n.port, &n.coordinator)
+		return n, err
+	})
+	if err != nil {
+		return err
+	}
+	d.workers = nil
+	stmts := []string{"CREATE EXTENSION IF NOT EXISTS citus"}
+	for _, n := range nodes {
+		if n.coordinator {
+			stmts = append(stmts, fmt.Sprintf("SELECT citus_set_coordinator_host(%s, %d)", quote(n.host), n.port))
+			continue
+		}
+		w, err := nodeURL(d.admin, n.host, n.port, "")
+		if err != nil {
+			return err
+		}
+		if err := exec(w, "CREATE DATABASE "+pgx.Identifier{d.Name}.Sanitize()); err != nil {
+			return err
+		}
+		d.workers = append(d.workers, w)
+		wd, _ := nodeURL(d.admin, n.host, n.port, d.Name)
+		if err := exec(wd, "CREATE EXTENSION IF NOT EXISTS citus"); err != nil {
+			return err
+		}
+		stmts = append(stmts, fmt.Sprintf("SELECT citus_add_node(%s, %d)", quote(n.host), n.port))
+	}
+	for _, s := range stmts {
+		if err := exec(d.URL, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// nodeURL is admin with another host, port and (unless "") database.
+func nodeURL(admin, host string, port int32, db string) (string, error) {
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Host = fmt.Sprintf("%s:%d", host, port)
+	if db != "" {
+		u.Path = "/" + db
+	}
+	return u.String(), nil
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Drop removes the database, closing any connection still open on it.
 func (d *Database) Drop() error {
@@ -68,7 +155,14 @@ func (d *Database) Drop() error {
 		d.pool = nil
 	}
 	d.mu.Unlock()
-	return exec(d.admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)")
+	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{d.Name}.Sanitize() + " WITH (FORCE)"
+	err := exec(d.admin, drop)
+	for _, w := range d.workers {
+		if werr := exec(w, drop); err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // Close closes the connections of QueryRow, leaving the database as it is.

@@ -22,7 +22,7 @@ LANGUAGE sql AS $$
      WHERE s.partition_id = p_partition AND s.first_offset <= p_offset AND s.last_offset >= p_offset
     ON CONFLICT (partition_id, consumer_group, "offset") DO UPDATE
        SET resolves = true, listed = true, frame = excluded.frame, error_message = excluded.error_message,
-           retry_count = excluded.retry_count, failed_at = now()
+           retry_count = excluded.retry_count, failed_at = excluded.failed_at
      WHERE NOT queen.dead_letters.resolves
 $$;
 

@@ -15,3 +15,15 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- partition_key is the id a new partition of queue p_queue named p_name
+-- gets in the Citus mode (pg/queues.go's ensurePartition; on one PostgreSQL
+-- ids are random): a function of the two, so the id alone names the pair.
+-- A check holds every partition to it there (sql/citus/layout.sql), and the
+-- primary key on id, which Citus can keep on a table sharded by id, is then
+-- the uniqueness of (queue_id, name), which it cannot. Version-4 layout bits are not set: it is a digest, never
+-- parsed as anything but 16 bytes.
+CREATE OR REPLACE FUNCTION queen.partition_key(p_queue uuid, p_name text) RETURNS uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT md5(p_queue::text || '/' || p_name)::uuid
+$$;

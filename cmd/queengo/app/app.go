@@ -66,7 +66,8 @@ func Open(ctx context.Context, cfg *Config, log *slog.Logger) (*App, error) {
 		RequestTimeout: cfg.RequestTimeout, EncryptionKey: cfg.EncryptionKey, EncryptionReadKeys: cfg.EncryptionReadKeys,
 		Conn: pg.ConnOptions{ConnectTimeout: cfg.ConnectTimeout, LockTimeout: cfg.LockTimeout,
 			IdleInTransactionTimeout: cfg.IdleInTransactionTimeout, TCPUserTimeout: cfg.TCPUserTimeout,
-			KeepAlive: net.KeepAliveConfig{Idle: cfg.KeepAliveIdle, Interval: cfg.KeepAliveInterval, Count: cfg.KeepAliveCount}}})
+			KeepAlive: net.KeepAliveConfig{Idle: cfg.KeepAliveIdle, Interval: cfg.KeepAliveInterval, Count: cfg.KeepAliveCount}},
+		Citus: cfg.Citus})
 	if err != nil {
 		return nil, err
 	}

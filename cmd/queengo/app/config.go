@@ -25,6 +25,7 @@ import (
 	"github.com/queengo/queengo/cmd/queengo/pushbuffer"
 	"github.com/queengo/queengo/cmd/queengo/pushbuffer/filebuffer"
 	qhttp "github.com/queengo/queengo/http"
+	"github.com/queengo/queengo/pg"
 )
 
 // Defaults, named after the environment variables that override them.
@@ -198,6 +199,11 @@ type Config struct {
 	// either is a segment of its own.
 	SegmentMaxBytes int
 	SegmentMaxItems int
+	// Citus (QUEENGO_CITUS: auto, on, off; default auto) is the Citus mode
+	// of the schema (docs/scaling.md): auto applies it on a database with
+	// the citus extension, on refuses a database without it, off never
+	// applies it.
+	Citus string
 }
 
 // configError names the variable (or flag) whose value is invalid.
@@ -282,6 +288,9 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	e.millis("METRICS_SAMPLE_INTERVAL_MS", &c.MetricsSampleInterval)
 	e.int("METRICS_RETENTION_DAYS", &c.MetricsRetentionDays)
 	c.FileBufferDir = strings.TrimSpace(getenv("FILE_BUFFER_DIR"))
+	if v := strings.TrimSpace(getenv("QUEENGO_CITUS")); v != "" {
+		c.Citus = strings.ToLower(v)
+	}
 	e.int("FILE_BUFFER_EVENTS_PER_FILE", &c.FileBuffer.EventsPerFile)
 	e.int64("FILE_BUFFER_FILE_BYTES", &c.FileBuffer.FileBytes)
 	e.int64("FILE_BUFFER_MAX_BYTES", &c.FileBuffer.MaxBytes)
@@ -348,6 +357,8 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 // validate checks ranges and cross-field rules.
 func (c *Config) validate() error {
 	switch {
+	case c.Citus != "" && c.Citus != pg.CitusAuto && c.Citus != pg.CitusOn && c.Citus != pg.CitusOff:
+		return &configError{"QUEENGO_CITUS", c.Citus, "want auto, on or off"}
 	case c.Port < 1 || c.Port > 65535:
 		return &configError{"PORT", strconv.Itoa(c.Port), "want 1..65535"}
 	case c.PoolSize < 1:

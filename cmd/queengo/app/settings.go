@@ -108,6 +108,7 @@ func settingsOf(c *Config) []queengo.Setting {
 	secret("QUEEN_ENCRYPTION_KEY", hideKeys(c.EncryptionKey))
 	secret("QUEEN_ENCRYPTION_KEY_PREVIOUS", hideKeys(c.EncryptionReadKeys...))
 	add("FILE_BUFFER_DIR", c.FileBufferDir)
+	add("QUEENGO_CITUS", c.Citus)
 	num("FILE_BUFFER_EVENTS_PER_FILE", int64(c.FileBuffer.EventsPerFile))
 	num("FILE_BUFFER_FILE_BYTES", c.FileBuffer.FileBytes)
 	num("FILE_BUFFER_MAX_BYTES", c.FileBuffer.MaxBytes)
