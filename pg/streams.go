@@ -1,0 +1,143 @@
+package pg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queengo/queengo"
+)
+
+// RegisterStream registers a named query (queen.streams_register). A changed
+// config hash without Reset fails with an error wrapping
+// queengo.ErrStreamHashMismatch; with Reset the state is deleted in bounded
+// transactions of queengo.StreamResetBatch rows each before it returns.
+func (s *Store) RegisterStream(ctx context.Context, r queengo.StreamRegistration) (queengo.StreamRegistered, error) {
+	var out queengo.StreamRegistered
+	var conflict, more bool
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		if err := c.QueryRow(ctx, `SELECT id, fresh, did_reset, conflict, more FROM queen.streams_register($1, $2, $3, $4, $5, $6)`,
+			r.Name, r.SourceQueue, r.SinkQueue, r.ConfigHash, r.Reset, queengo.StreamResetBatch).
+			Scan(&out.ID, &out.Fresh, &out.DidReset, &conflict, &more); err != nil {
+			return err
+		}
+		for more {
+			if err := c.QueryRow(ctx, `SELECT queen.streams_wipe($1, $2)`, out.ID, queengo.StreamResetBatch).Scan(&more); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && conflict {
+		err = queengo.ErrStreamHashMismatch
+	}
+	if err != nil {
+		return out, fmt.Errorf("error registering stream query: %w", err)
+	}
+	return out, nil
+}
+
+// StreamState reads the state rows f selects, in key order.
+func (s *Store) StreamState(ctx context.Context, f queengo.StateFilter) ([]queengo.StateRow, error) {
+	var out []queengo.StateRow
+	keys := f.Keys
+	if keys == nil {
+		keys = []string{}
+	}
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		rows, err := c.Query(ctx, `SELECT key, value, updated_at FROM queen.streams_state_get($1, $2, $3, $4, $5)`,
+			f.Query, f.Partition, keys, f.KeyPrefix, f.RipeAtOrBefore)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queengo.StateRow, error) {
+			var row queengo.StateRow
+			var v []byte
+			err := r.Scan(&row.Key, &v, &row.UpdatedAt)
+			row.Value = json.RawMessage(v)
+			return row, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading stream state: %w", err)
+	}
+	return out, nil
+}
+
+// Cycle commits a streaming cycle in one transaction: the state ops, the
+// sink pushes (as a transaction's pushes: per-item results, dedupe by
+// transaction id) and the source ack, in that order, all or nothing. A
+// query or partition that does not exist fails it with a
+// *queengo.MissingError; an ack that does not hold with a
+// *queengo.CycleRefusedError; a push its queue has no room for with an
+// error wrapping queengo.ErrQueueFull. Cycles of one (query, partition) run
+// one after the other (queen.streams_begin).
+func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResult, error) {
+	var out queengo.CycleResult
+	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var group *string
+		if cy.Ack != nil {
+			group = &cy.Group
+		}
+		var missing *string
+		if err := tx.QueryRow(ctx, `SELECT queen.streams_begin($1, $2, $3)`, cy.Query, cy.Partition, group).Scan(&missing); err != nil {
+			return err
+		}
+		if missing != nil {
+			return &queengo.MissingError{What: *missing}
+		}
+		if len(cy.Ops) > 0 {
+			keys := make([]string, len(cy.Ops))
+			values := make([]*string, len(cy.Ops))
+			for i, op := range cy.Ops {
+				keys[i] = op.Key
+				if !op.Delete {
+					v := string(op.Value)
+					values[i] = &v
+				}
+			}
+			if _, err := tx.Exec(ctx, `SELECT queen.streams_apply($1, $2, $3, $4::jsonb[])`, cy.Query, cy.Partition, keys, values); err != nil {
+				return err
+			}
+		}
+		if len(cy.Push) > 0 {
+			items := make([]*queengo.PushItem, len(cy.Push))
+			for i := range cy.Push {
+				items[i] = &cy.Push[i]
+			}
+			res, err := s.pushInTx(ctx, tx, items)
+			if err != nil {
+				return err
+			}
+			out.Push = res
+		}
+		if a := cy.Ack; a != nil {
+			var lease *uuid.UUID
+			if a.LeaseID != uuid.Nil {
+				lease = &a.LeaseID
+			}
+			var failure, queue *string
+			if err := tx.QueryRow(ctx, `SELECT failure, acked, released, dlq, queue_name FROM queen.streams_ack($1, $2, $3, $4, $5, $6, $7)`,
+				cy.Partition, cy.Group, a.TransactionID, lease, a.Status, a.Error, cy.ReleaseLease).
+				Scan(&failure, &out.Acked, &out.LeaseReleased, &out.DLQ, &queue); err != nil {
+				return err
+			}
+			if failure != nil {
+				return &queengo.CycleRefusedError{Failure: queengo.AckFailure(*failure)}
+			}
+			if queue != nil {
+				out.SourceQueue = *queue
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return queengo.CycleResult{}, fmt.Errorf("error committing stream cycle: %w", err)
+	}
+	return out, nil
+}
