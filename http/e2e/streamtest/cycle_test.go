@@ -310,3 +310,48 @@ func TestStreams_RegisterIsIdempotentAndAChangedHashNeedsReset(t *testing.T) {
 		t.Fatalf("state after reset: %v", rows)
 	}
 }
+
+// Issue 42 "retention": deleting the consumer group a query's cycles ack
+// with deletes the state it built from that group's partitions (the group
+// starts over from the beginning, and so must the state); deleting the
+// source queue deletes the state of its partitions and keeps the query.
+func TestStreams_DeletingTheGroupOrTheSourceQueueDeletesTheirState(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	run := func(src, group string) (query, pid string) {
+		s.PushN(t, src, "p", 2)
+		query = register(t, s, e2e.Unique(t, "ret-q"), src, "")
+		p := s.PopOK(t, e2e.PopQueue(src, "consumerGroup", group, "batch", "2", "wait", "false"))
+		body := cycleBody(query, p, group, "", []map[string]any{{"type": "upsert", "key": "k", "value": 2}})
+		delete(body, "push_items")
+		if r := s.Post(t, "/streams/v1/cycle", body); r.Status != 200 {
+			t.Fatalf("cycle: %d %s", r.Status, r.Body)
+		}
+		pid = p.Messages[0].PartitionID
+		if len(state(t, s, query, pid)) != 1 {
+			t.Fatal("the cycle wrote no state")
+		}
+		return query, pid
+	}
+
+	src, group := e2e.Unique(t, "ret-src"), e2e.Unique(t, "ret-group")
+	q, pid := run(src, group)
+	if r := s.Delete(t, "/api/v1/consumer-groups/"+group); r.Status != 200 {
+		t.Fatalf("group delete: %d %s", r.Status, r.Body)
+	}
+	if rows := state(t, s, q, pid); len(rows) != 0 {
+		t.Fatalf("state after the group's delete: %v", rows)
+	}
+
+	src2 := e2e.Unique(t, "ret-src")
+	q2, pid2 := run(src2, e2e.Unique(t, "ret-group"))
+	if r := s.Delete(t, "/api/v1/resources/queues/"+src2); r.Status != 200 {
+		t.Fatalf("queue delete: %d %s", r.Status, r.Body)
+	}
+	if n := e2e.QueryInt(t, e2e.DB, `SELECT count(*) FROM queen_streams.state WHERE query_id = $1`, q2); n != 0 {
+		t.Fatalf("%d state rows of the deleted source queue's partition %s remain", n, pid2)
+	}
+	if n := e2e.QueryInt(t, e2e.DB, `SELECT count(*) FROM queen_streams.queries WHERE id = $1`, q2); n != 1 {
+		t.Fatal("the query went with its source queue")
+	}
+}
