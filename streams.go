@@ -139,3 +139,13 @@ type StreamQuery struct {
 	// messages its group has not committed (0 before its first cycle).
 	StateRows, StatePartitions, Lag int64
 }
+
+// StreamPartition is one source partition of a query, as operators see it.
+type StreamPartition struct {
+	PartitionID uuid.UUID
+	Partition   string
+	// StateRows counts the query's state there; Lag the messages its group
+	// has not committed; UpdatedAt is the last state write (nil: none).
+	StateRows, Lag int64
+	UpdatedAt      *time.Time
+}

@@ -198,6 +198,7 @@ func errTxConflict(f queengo.AckFailure) apiError {
 var (
 	errStreamBodyObject    = apiError{fasthttp.StatusBadRequest, "stream_body_not_object", "the body must be a JSON object"}
 	errStreamQueryNotFound = apiError{fasthttp.StatusNotFound, "stream_query_not_found", "query_id is not a registered query"}
+	errStreamNotFound      = apiError{fasthttp.StatusNotFound, "stream_not_found", "stream query not found"}
 	// The SDKs look for the 409 and tell the user about reset.
 	errStreamHashMismatch = apiError{fasthttp.StatusConflict, "stream_config_hash_mismatch",
 		"config_hash mismatch: the query's operator chain changed. Pass reset:true to wipe its state, or use a new query name."}

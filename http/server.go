@@ -30,6 +30,7 @@ type Broker interface {
 	StatusAdmin
 	TraceAdmin
 	MaintenanceAdmin
+	StreamAdmin
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	// Abandon ends the lease of a pop's answer that its client will not

@@ -3,6 +3,7 @@ package pg
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -25,10 +26,9 @@ func (s *Store) RegisterStream(ctx context.Context, r queengo.StreamRegistration
 			Scan(&out.ID, &out.Fresh, &out.DidReset, &conflict, &more); err != nil {
 			return err
 		}
-		for more {
-			if err := c.QueryRow(ctx, `SELECT queen.streams_wipe($1, $2)`, out.ID, queengo.StreamResetBatch).Scan(&more); err != nil {
-				return err
-			}
+		if more {
+			_, err := wipeStream(ctx, c, out.ID)
+			return err
 		}
 		return nil
 	})
@@ -140,4 +140,101 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 		return queengo.CycleResult{}, fmt.Errorf("error committing stream cycle: %w", err)
 	}
 	return out, nil
+}
+
+// wipeStream deletes the query's state, queengo.StreamResetBatch rows per
+// statement (each its own transaction), and returns how many rows went.
+func wipeStream(ctx context.Context, c *pgxpool.Conn, query uuid.UUID) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		if err := c.QueryRow(ctx, `SELECT queen.streams_wipe($1, $2)`, query, queengo.StreamResetBatch).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		if n < queengo.StreamResetBatch {
+			return total, nil
+		}
+	}
+}
+
+// ListStreams lists the registered stream queries with their state size
+// and group lag (queen.streams_list), by name.
+func (s *Store) ListStreams(ctx context.Context) ([]queengo.StreamQuery, error) {
+	out, err := s.streamQueries(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("error listing stream queries: %w", err)
+	}
+	return out, nil
+}
+
+// StreamDetail returns the named query and its source partitions, or a
+// *queengo.MissingError (query).
+func (s *Store) StreamDetail(ctx context.Context, name string) (queengo.StreamQuery, []queengo.StreamPartition, error) {
+	qs, err := s.streamQueries(ctx, &name)
+	if err == nil && len(qs) == 0 {
+		err = &queengo.MissingError{What: queengo.MissingQuery}
+	}
+	if err != nil {
+		return queengo.StreamQuery{}, nil, fmt.Errorf("error reading stream query %q: %w", name, err)
+	}
+	var parts []queengo.StreamPartition
+	err = s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		rows, err := c.Query(ctx, `SELECT partition_id, partition_name, state_rows, lag, updated_at FROM queen.streams_partitions($1)`, qs[0].ID)
+		if err != nil {
+			return err
+		}
+		parts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queengo.StreamPartition, error) {
+			var p queengo.StreamPartition
+			err := r.Scan(&p.PartitionID, &p.Partition, &p.StateRows, &p.Lag, &p.UpdatedAt)
+			return p, err
+		})
+		return err
+	})
+	if err != nil {
+		return queengo.StreamQuery{}, nil, fmt.Errorf("error reading stream query %q: %w", name, err)
+	}
+	return qs[0], parts, nil
+}
+
+// ResetStream deletes the named query's state in bounded transactions
+// (wipeStream) and returns how many rows went, or a *queengo.MissingError
+// (query). The registration and its hash stay.
+func (s *Store) ResetStream(ctx context.Context, name string) (int64, error) {
+	var n int64
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		var id uuid.UUID
+		if err := c.QueryRow(ctx, `SELECT id FROM queen_streams.queries WHERE name = $1`, name).Scan(&id); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &queengo.MissingError{What: queengo.MissingQuery}
+			}
+			return err
+		}
+		var err error
+		n, err = wipeStream(ctx, c, id)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("error resetting stream query %q: %w", name, err)
+	}
+	return n, nil
+}
+
+func (s *Store) streamQueries(ctx context.Context, name *string) ([]queengo.StreamQuery, error) {
+	var out []queengo.StreamQuery
+	err := s.withConn(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		rows, err := c.Query(ctx, `SELECT id, name, source_queue, sink_queue, config_hash, consumer_group, created_at, updated_at,
+       state_rows, state_partitions, lag FROM queen.streams_list($1)`, name)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (queengo.StreamQuery, error) {
+			var q queengo.StreamQuery
+			err := r.Scan(&q.ID, &q.Name, &q.SourceQueue, &q.SinkQueue, &q.ConfigHash, &q.ConsumerGroup, &q.CreatedAt,
+				&q.UpdatedAt, &q.StateRows, &q.StatePartitions, &q.Lag)
+			return q, err
+		})
+		return err
+	})
+	return out, err
 }

@@ -34,7 +34,7 @@ BEGIN
     END IF;
     IF v_hash <> p_hash THEN
         did_reset := true;
-        more := queen.streams_wipe(v_id, p_batch);
+        more := queen.streams_wipe(v_id, p_batch) >= p_batch;
     END IF;
     UPDATE queen_streams.queries q
        SET source_queue = p_source, sink_queue = nullif(p_sink, ''), config_hash = p_hash, updated_at = now()
@@ -43,10 +43,11 @@ BEGIN
 END;
 $$;
 
--- streams_wipe deletes up to p_batch state rows of query p_query and says
--- whether any are left: a reset is a series of these, each bounded.
+-- streams_wipe deletes up to p_batch state rows of query p_query and
+-- returns how many: fewer than p_batch means none is left. A reset is a
+-- series of these, each its own bounded transaction.
 CREATE OR REPLACE FUNCTION queen.streams_wipe(p_query uuid, p_batch integer)
-RETURNS boolean
+RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     v_n integer;
@@ -56,7 +57,7 @@ BEGIN
            SELECT x.partition_id, x.query_id, x.key FROM queen_streams.state x
             WHERE x.query_id = p_query LIMIT p_batch);
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN v_n >= p_batch;
+    RETURN v_n;
 END;
 $$;
 
@@ -198,4 +199,43 @@ BEGIN
      WHERE cu.partition_id = p_part AND cu.consumer_group = p_group;
     RETURN NEXT;
 END;
+$$;
+
+-- streams_list lists the registered queries (p_name NULL: every one), by
+-- name, with their state's rows and source partitions and the lag of their
+-- group: the source queue's messages past the group's committed offsets
+-- (every message of a partition where it has no cursor, or when the query
+-- has not acked yet).
+CREATE OR REPLACE FUNCTION queen.streams_list(p_name text)
+RETURNS TABLE (id uuid, name text, source_queue text, sink_queue text, config_hash text, consumer_group text,
+               created_at timestamptz, updated_at timestamptz, state_rows bigint, state_partitions bigint, lag bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT q.id, q.name, q.source_queue, coalesce(q.sink_queue, ''), q.config_hash, coalesce(q.consumer_group, ''),
+           q.created_at, q.updated_at,
+           (SELECT count(*) FROM queen_streams.state s WHERE s.query_id = q.id),
+           (SELECT count(DISTINCT s.partition_id) FROM queen_streams.state s WHERE s.query_id = q.id),
+           coalesce((SELECT sum(p.head - coalesce(c.committed, 0))
+                       FROM queen.queues sq
+                       JOIN queen.partitions p ON p.queue_id = sq.id
+                       LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = q.consumer_group
+                      WHERE sq.name = q.source_queue), 0)::bigint
+      FROM queen_streams.queries q
+     WHERE p_name IS NULL OR q.name = p_name
+     ORDER BY q.name
+$$;
+
+-- streams_partitions is one query's view per source partition: its state
+-- rows there, the last state write, and its group's lag.
+CREATE OR REPLACE FUNCTION queen.streams_partitions(p_query uuid)
+RETURNS TABLE (partition_id uuid, partition_name text, state_rows bigint, lag bigint, updated_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT p.id, p.name, count(s.key), p.head - coalesce(c.committed, 0), max(s.updated_at)
+      FROM queen_streams.queries q
+      JOIN queen.queues sq ON sq.name = q.source_queue
+      JOIN queen.partitions p ON p.queue_id = sq.id
+      LEFT JOIN queen.cursors c ON c.partition_id = p.id AND c.consumer_group = q.consumer_group
+      LEFT JOIN queen_streams.state s ON s.partition_id = p.id AND s.query_id = q.id
+     WHERE q.id = p_query
+     GROUP BY p.id, p.name, p.head, c.committed
+     ORDER BY p.name
 $$;

@@ -355,3 +355,72 @@ func TestStreams_DeletingTheGroupOrTheSourceQueueDeletesTheirState(t *testing.T)
 		t.Fatal("the query went with its source queue")
 	}
 }
+
+// Issue 42 "operators": GET /api/v1/streams lists the queries with source,
+// sink, group, lag and state size, GET /api/v1/streams/:name shows one per
+// source partition, POST /api/v1/streams/:name/reset deletes its state and
+// keeps it registered; /metrics/prometheus counts cycles committed and
+// refused.
+func TestStreams_OperatorsSeeQueriesAndCycleCounters(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	counter := func(result string) float64 {
+		v, _ := e2e.PromValue(s.Get(t, "/metrics/prometheus").Body, "queengo_stream_cycles_total", `result="`+result+`"`)
+		return v
+	}
+	committed0, refused0 := counter("committed"), counter("refused")
+	src, sink, name := e2e.Unique(t, "op-src"), e2e.Unique(t, "op-sink"), e2e.Unique(t, "op-q")
+	s.PushN(t, src, "p", 3)
+	q := register(t, s, name, src, sink)
+	group := "streams-op"
+	p := s.PopOK(t, e2e.PopQueue(src, "consumerGroup", group, "batch", "2", "wait", "false"))
+	pid := p.Messages[0].PartitionID
+	if r := s.Post(t, "/streams/v1/cycle", cycleBody(q, p, group, sink, []map[string]any{
+		{"type": "upsert", "key": "a", "value": 1}, {"type": "upsert", "key": "b", "value": 2}})); r.Status != 200 {
+		t.Fatalf("cycle: %d %s", r.Status, r.Body)
+	}
+	wantCycleRefused(t, s.Post(t, "/streams/v1/cycle", cycleBody(q, p, group, sink, nil)), http.StatusConflict, "lease")
+	if c, r := counter("committed"), counter("refused"); c < committed0+1 || r < refused0+1 {
+		t.Fatalf("cycle counters: committed %v -> %v, refused %v -> %v", committed0, c, refused0, r)
+	}
+
+	var list struct {
+		Queries []map[string]any `json:"queries"`
+	}
+	s.Get(t, "/api/v1/streams").JSON(t, &list)
+	var entry map[string]any
+	for _, e := range list.Queries {
+		if e["name"] == name {
+			entry = e
+		}
+	}
+	if entry == nil || entry["id"] != q || entry["sourceQueue"] != src || entry["sinkQueue"] != sink ||
+		entry["consumerGroup"] != group || entry["stateRows"] != 2.0 || entry["statePartitions"] != 1.0 || entry["lag"] != 1.0 {
+		t.Fatalf("the list's entry: %v", entry)
+	}
+	var show struct {
+		Name       string `json:"name"`
+		Partitions []struct {
+			PartitionID string `json:"partitionId"`
+			StateRows   int64  `json:"stateRows"`
+			Lag         int64  `json:"lag"`
+		} `json:"partitions"`
+	}
+	r := s.Get(t, "/api/v1/streams/"+name)
+	r.JSON(t, &show)
+	if show.Name != name || len(show.Partitions) != 1 || show.Partitions[0].PartitionID != pid ||
+		show.Partitions[0].StateRows != 2 || show.Partitions[0].Lag != 1 {
+		t.Fatalf("show: %s", r.Body)
+	}
+	e2e.WantError(t, s.Get(t, "/api/v1/streams/no-such-query"), 404, "not found")
+	r = s.Post(t, "/api/v1/streams/"+name+"/reset", nil)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"deletedRows":2`) {
+		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+	if rows := state(t, s, q, pid); len(rows) != 0 {
+		t.Fatalf("state after reset: %v", rows)
+	}
+	if got := register(t, s, name, src, sink); got != q {
+		t.Fatalf("after reset the query is %s, want %s still", got, q)
+	}
+}
