@@ -24,6 +24,7 @@ type StreamsParams struct {
 	Batch      int           // messages per pop, so per cycle
 	Workers    int           // concurrent runners
 	Window     time.Duration // tumbling window, by event time (createdAt)
+	Limit      time.Duration // a run that has not drained by then stops
 	RefURL     string        // the reference server, run after --url
 	RefLabel   string
 }
@@ -37,6 +38,7 @@ func cmdStreams(ctx context.Context, args []string) error {
 	fs.IntVar(&p.Batch, "batch", 100, "messages per pop, so per cycle")
 	fs.IntVar(&p.Workers, "workers", 10, "concurrent stream runners (each pops, reads state, commits a cycle)")
 	fs.DurationVar(&p.Window, "window", time.Second, "tumbling window, by the events' createdAt")
+	fs.DurationVar(&p.Limit, "limit", 5*time.Minute, "stop a run that has not drained by then (its result says interrupted)")
 	fs.StringVar(&p.RefURL, "ref-url", "", "the reference server's URL: the same stream runs there after --url, and the summary gives the ratio")
 	fs.StringVar(&p.RefLabel, "ref-label", "queen-cpp", "name the reference's results carry")
 	if err := parseFlags(fs, args); err != nil {
@@ -148,6 +150,8 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 		return fmt.Sprintf("streams %-9s t=%5.1fs  events=%d/%d  cycles=%d  cycle p50=%6.2fms p99=%6.2fms  refused=%d errors=%d",
 			label, elapsed.Seconds(), acked.Load(), total, cycles.Load(), iv.P50Ms, iv.P99Ms, refused.Load(), errs.Count())
 	})
+	runCtx, cancel := context.WithTimeout(ctx, p.Limit)
+	defer cancel()
 	popPath := "/api/v1/pop/queue/" + url.PathEscape(src) + "?" + url.Values{"consumerGroup": {group},
 		"batch": {strconv.Itoa(p.Batch)}, "wait": {"true"}, "timeout": {"500"}}.Encode()
 	windowMs := p.Window.Milliseconds()
@@ -156,7 +160,7 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil && acked.Load() < total {
+			for runCtx.Err() == nil && acked.Load() < total {
 				t0 := time.Now()
 				var pop struct {
 					Messages []streamMsg `json:"messages"`
@@ -219,7 +223,7 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 					keys = append(keys, ws)
 				}
 				sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-				var ops, items []map[string]any
+				ops, items := []map[string]any{}, []map[string]any{}
 				for _, ws := range keys {
 					a, key := open[ws], strconv.FormatInt(ws, 10)
 					if ws+windowMs <= watermark {
@@ -236,7 +240,8 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 					"ack": map[string]any{"transactionId": last.TransactionID, "leaseId": last.LeaseID, "status": "completed", "count": len(msgs)}}
 				t1 := time.Now()
 				var out struct {
-					Success bool `json:"success"`
+					Success bool   `json:"success"`
+					Error   string `json:"error"`
 				}
 				err = cl.SendJSON(ctx, http.MethodPost, "/streams/v1/cycle", body, &out)
 				var apiErr *client.APIError
@@ -245,7 +250,7 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 					refused.Add(1)
 					continue
 				case err == nil && !out.Success:
-					errs.Add(opErr("cycle", errors.New("answer without success")))
+					errs.Add(opErr("cycle", errors.New("success false: "+out.Error)))
 					continue
 				case err != nil:
 					errs.Add(opErr("cycle", err))
@@ -269,7 +274,7 @@ func runStreams(ctx context.Context, env *Env, label, rawURL string, p StreamsPa
 	res.Latency = cycleLat.Total()
 	res.Latencies = map[string]LatencySummary{"cycle": res.Latency, "pop_state_cycle": wholeLat.Total()}
 	res.Errors, res.ErrorKinds, res.ErrorSamples = errs.Count(), errs.Kinds(), errs.Samples()
-	res.Interrupted = ctx.Err() != nil
+	res.Interrupted = runCtx.Err() != nil
 	res.metric("cycles", float64(cycles.Load()))
 	res.metric("cycles_refused", float64(refused.Load()))
 	res.metric("windows_emitted", float64(emitted.Load()))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queengo/queengo"
@@ -76,7 +77,9 @@ func (s *Store) StreamState(ctx context.Context, f queengo.StateFilter) ([]queen
 // *queengo.MissingError; an ack that does not hold with a
 // *queengo.CycleRefusedError; a push its queue has no room for with an
 // error wrapping queengo.ErrQueueFull. Cycles of one (query, partition) run
-// one after the other (queen.streams_begin).
+// one after the other (queen.streams_begin). The statements go in two
+// pipelined batches (begin with the state ops; the segment write with the
+// ack) around the sink's queue and partition lookups.
 func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResult, error) {
 	var out queengo.CycleResult
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -84,13 +87,11 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 		if cy.Ack != nil {
 			group = &cy.Group
 		}
+		b := &pgx.Batch{}
 		var missing *string
-		if err := tx.QueryRow(ctx, `SELECT queen.streams_begin($1, $2, $3)`, cy.Query, cy.Partition, group).Scan(&missing); err != nil {
-			return err
-		}
-		if missing != nil {
-			return &queengo.MissingError{What: *missing}
-		}
+		b.Queue(`SELECT queen.streams_begin($1, $2, $3)`, cy.Query, cy.Partition, group).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&missing)
+		})
 		if len(cy.Ops) > 0 {
 			keys := make([]string, len(cy.Ops))
 			values := make([]*string, len(cy.Ops))
@@ -101,38 +102,76 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 					values[i] = &v
 				}
 			}
-			if _, err := tx.Exec(ctx, `SELECT queen.streams_apply($1, $2, $3, $4::jsonb[])`, cy.Query, cy.Partition, keys, values); err != nil {
-				return err
-			}
+			b.Queue(`SELECT queen.streams_apply($1, $2, $3, $4::jsonb[])`, cy.Query, cy.Partition, keys, values)
 		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			// streams_apply fails on a missing query or partition (a
+			// foreign key); streams_begin named it first.
+			if missing != nil {
+				return &queengo.MissingError{What: *missing}
+			}
+			return err
+		}
+		if missing != nil {
+			return &queengo.MissingError{What: *missing}
+		}
+
+		b = &pgx.Batch{}
+		var plan *pushPlan
+		var dups []pgtype.UUID
+		var w *segmentWrite
 		if len(cy.Push) > 0 {
 			items := make([]*queengo.PushItem, len(cy.Push))
 			for i := range cy.Push {
 				items[i] = &cy.Push[i]
 			}
-			res, err := s.pushInTx(ctx, tx, items)
-			if err != nil {
+			var err error
+			if plan, err = planPush(ctx, tx, items); err != nil {
 				return err
 			}
-			out.Push = res
+			if len(plan.segs) > 0 {
+				if w, err = encodeSegments(plan.segs, s.seal); err != nil {
+					return err
+				}
+				b.Queue(appendSQL, w.args...).QueryRow(func(r pgx.Row) error { return r.Scan(&dups) })
+			}
 		}
+		var failure, queue *string
 		if a := cy.Ack; a != nil {
 			var lease *uuid.UUID
 			if a.LeaseID != uuid.Nil {
 				lease = &a.LeaseID
 			}
-			var failure, queue *string
-			if err := tx.QueryRow(ctx, `SELECT failure, acked, released, dlq, queue_name FROM queen.streams_ack($1, $2, $3, $4, $5, $6, $7)`,
-				cy.Partition, cy.Group, a.TransactionID, lease, a.Status, a.Error, cy.ReleaseLease).
-				Scan(&failure, &out.Acked, &out.LeaseReleased, &out.DLQ, &queue); err != nil {
+			b.Queue(`SELECT failure, acked, released, dlq, queue_name FROM queen.streams_ack($1, $2, $3, $4, $5, $6, $7)`,
+				cy.Partition, cy.Group, a.TransactionID, lease, a.Status, a.Error, cy.ReleaseLease).QueryRow(func(r pgx.Row) error {
+				return r.Scan(&failure, &out.Acked, &out.LeaseReleased, &out.DLQ, &queue)
+			})
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
-			if failure != nil {
-				return &queengo.CycleRefusedError{Failure: queengo.AckFailure(*failure)}
+		}
+		if plan != nil {
+			if w != nil {
+				d := w.dups(dups)
+				for i := range d {
+					for j, id := range d[i] {
+						if id == queengo.QueueFullMark {
+							return fmt.Errorf("%w: transaction id %q", queengo.ErrQueueFull, plan.segs[i].Frames[j].TransactionID)
+						}
+					}
+				}
+				out.Push = plan.results(d)
+			} else {
+				out.Push = plan.out
 			}
-			if queue != nil {
-				out.SourceQueue = *queue
-			}
+		}
+		if failure != nil {
+			return &queengo.CycleRefusedError{Failure: queengo.AckFailure(*failure)}
+		}
+		if queue != nil {
+			out.SourceQueue = *queue
 		}
 		return nil
 	})

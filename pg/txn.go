@@ -68,12 +68,34 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 // message with its transaction id). A frame its queue has no room for fails
 // the call with an error wrapping queengo.ErrQueueFull: tx must roll back.
 func (s *Store) pushInTx(ctx context.Context, tx pgx.Tx, items []*queengo.PushItem) ([]queengo.PushResult, error) {
-	out := make([]queengo.PushResult, len(items))
+	plan, err := planPush(ctx, tx, items)
+	if err != nil || len(plan.segs) == 0 {
+		return plan.out, err
+	}
+	dups, err := appendSegments(ctx, tx, plan.segs, s.seal)
+	if err != nil {
+		return nil, err
+	}
+	return plan.results(dups), nil
+}
+
+// pushPlan is pushInTx's items cut into segments, before the write.
+type pushPlan struct {
+	out  []queengo.PushResult
+	segs []queengo.Segment
+	refs []pushRef
+}
+
+// pushRef places an item that goes to the write: segment seg, frame frame.
+type pushRef struct{ item, seg, frame int }
+
+// planPush creates the items' queues and partitions in tx and cuts the
+// items into one segment per partition; an item repeating a transaction id
+// of an earlier one of its partition is answered duplicate at once.
+func planPush(ctx context.Context, tx pgx.Tx, items []*queengo.PushItem) (*pushPlan, error) {
+	plan := &pushPlan{out: make([]queengo.PushResult, len(items))}
 	queues := map[string]queengo.Queue{}
 	parts := map[[2]string]int{}
-	var segs []queengo.Segment
-	type ref struct{ item, seg, frame int }
-	var refs []ref
 	for i, p := range items {
 		q, ok := queues[p.Queue]
 		if !ok {
@@ -90,41 +112,39 @@ func (s *Store) pushInTx(ctx context.Context, tx pgx.Tx, items []*queengo.PushIt
 			if err != nil {
 				return nil, err
 			}
-			si = len(segs)
+			si = len(plan.segs)
 			parts[k] = si
-			segs = append(segs, queengo.Segment{Partition: pid, Seal: q.Options.EncryptionEnabled})
+			plan.segs = append(plan.segs, queengo.Segment{Partition: pid, Seal: q.Options.EncryptionEnabled})
 		}
 		dupOf := -1
-		for j, f := range segs[si].Frames {
+		for j, f := range plan.segs[si].Frames {
 			if f.TransactionID == p.TransactionID {
 				dupOf = j
 			}
 		}
-		r := &out[i]
-		r.TransactionID, r.PartitionID, r.TraceID = p.TransactionID, segs[si].Partition, p.TraceID
+		r := &plan.out[i]
+		r.TransactionID, r.PartitionID, r.TraceID = p.TransactionID, plan.segs[si].Partition, p.TraceID
 		if dupOf >= 0 {
-			r.Status, r.MessageID = queengo.PushDuplicate, segs[si].Frames[dupOf].ID
+			r.Status, r.MessageID = queengo.PushDuplicate, plan.segs[si].Frames[dupOf].ID
 			continue
 		}
-		refs = append(refs, ref{item: i, seg: si, frame: len(segs[si].Frames)})
-		segs[si].Frames = append(segs[si].Frames, p.Frame)
+		plan.refs = append(plan.refs, pushRef{item: i, seg: si, frame: len(plan.segs[si].Frames)})
+		plan.segs[si].Frames = append(plan.segs[si].Frames, p.Frame)
 	}
-	if len(segs) == 0 {
-		return out, nil
-	}
-	dups, err := appendSegments(ctx, tx, segs, s.seal)
-	if err != nil {
-		return nil, err
-	}
-	for _, rf := range refs {
-		r := &out[rf.item]
+	return plan, nil
+}
+
+// results completes the answers with the write's duplicates (appendSegments).
+func (plan *pushPlan) results(dups [][]uuid.UUID) []queengo.PushResult {
+	for _, rf := range plan.refs {
+		r := &plan.out[rf.item]
 		if d := dups[rf.seg][rf.frame]; d != uuid.Nil {
 			r.Status, r.MessageID = queengo.PushDuplicate, d
 		} else {
-			r.Status, r.MessageID = queengo.PushQueued, segs[rf.seg].Frames[rf.frame].ID
+			r.Status, r.MessageID = queengo.PushQueued, plan.segs[rf.seg].Frames[rf.frame].ID
 		}
 	}
-	return out, nil
+	return plan.out
 }
 
 // ListDeadLetters returns one page of dead letters, newest failure first,
