@@ -116,12 +116,21 @@ type CycleResult struct {
 	SourceQueue string
 }
 
-// CycleRefusedError is a cycle whose ack did not hold: nothing was applied.
-// Failure says why (AckMessageNotFound, AckLeaseInvalid). It matches
-// ErrConflict.
-type CycleRefusedError struct{ Failure AckFailure }
+// CycleRefusedError is a cycle refused as a whole: nothing was applied.
+// Failure says why its ack did not hold (AckMessageNotFound,
+// AckLeaseInvalid); StateGone, that a cycle without an ack (the runtimes'
+// idle window flush) deletes a state row another cycle deleted since it was
+// read: that cycle emitted the window already, and emitting it again would
+// duplicate it in the sink. It matches ErrConflict.
+type CycleRefusedError struct {
+	Failure   AckFailure
+	StateGone bool
+}
 
 func (e *CycleRefusedError) Error() string {
+	if e.StateGone {
+		return "cycle refused: a state row it deletes is gone"
+	}
 	return fmt.Sprintf("cycle refused: ack failed: %q", e.Failure)
 }
 

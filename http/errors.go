@@ -199,6 +199,10 @@ var (
 	errStreamBodyObject    = apiError{fasthttp.StatusBadRequest, "stream_body_not_object", "the body must be a JSON object"}
 	errStreamQueryNotFound = apiError{fasthttp.StatusNotFound, "stream_query_not_found", "query_id is not a registered query"}
 	errStreamNotFound      = apiError{fasthttp.StatusNotFound, "stream_not_found", "stream query not found"}
+	// A flush cycle (no ack) that deletes a state row another cycle deleted
+	// after the flush read it: that cycle emitted the window already.
+	errCycleStateGone = apiError{fasthttp.StatusConflict, "stream_cycle_state_gone",
+		"cycle refused, nothing applied: a state row it deletes is gone (another cycle closed it first)"}
 	// The SDKs look for the 409 and tell the user about reset.
 	errStreamHashMismatch = apiError{fasthttp.StatusConflict, "stream_config_hash_mismatch",
 		"config_hash mismatch: the query's operator chain changed. Pass reset:true to wipe its state, or use a new query name."}
@@ -404,6 +408,9 @@ func failure(err error) apiError {
 	}
 	var r *queengo.CycleRefusedError
 	if errors.As(err, &r) {
+		if r.StateGone {
+			return errCycleStateGone
+		}
 		return errCycleRefused(r.Failure)
 	}
 	var m *queengo.MissingError

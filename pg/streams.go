@@ -74,7 +74,9 @@ func (s *Store) StreamState(ctx context.Context, f queengo.StateFilter) ([]queen
 // sink pushes (as a transaction's pushes: per-item results, dedupe by
 // transaction id) and the source ack, in that order, all or nothing. A
 // query or partition that does not exist fails it with a
-// *queengo.MissingError; an ack that does not hold with a
+// *queengo.MissingError; an ack that does not hold, or a cycle without an
+// ack (the runtimes' idle window flush) deleting a state row that is gone
+// (another cycle closed that window and emitted it first), with a
 // *queengo.CycleRefusedError; a push its queue has no room for with an
 // error wrapping queengo.ErrQueueFull. Cycles of one (query, partition) run
 // one after the other (queen.streams_begin). The statements go in two
@@ -89,6 +91,7 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 		}
 		b := &pgx.Batch{}
 		var missing *string
+		var gone int
 		b.Queue(`SELECT queen.streams_begin($1, $2, $3)`, cy.Query, cy.Partition, group).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&missing)
 		})
@@ -102,7 +105,9 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 					values[i] = &v
 				}
 			}
-			b.Queue(`SELECT queen.streams_apply($1, $2, $3, $4::jsonb[])`, cy.Query, cy.Partition, keys, values)
+			b.Queue(`SELECT queen.streams_apply($1, $2, $3, $4::jsonb[])`, cy.Query, cy.Partition, keys, values).QueryRow(func(r pgx.Row) error {
+				return r.Scan(&gone)
+			})
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			// streams_apply fails on a missing query or partition (a
@@ -114,6 +119,9 @@ func (s *Store) Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResu
 		}
 		if missing != nil {
 			return &queengo.MissingError{What: *missing}
+		}
+		if gone > 0 && cy.Ack == nil {
+			return &queengo.CycleRefusedError{StateGone: true}
 		}
 
 		b = &pgx.Batch{}

@@ -112,9 +112,11 @@ $$;
 -- streams_apply applies a cycle's state ops to (p_query, p_part): op i sets
 -- key p_keys[i] to p_values[i], or deletes it when p_values[i] is NULL. Only
 -- the last op of each key decides its row, which is what applying them in
--- order gives.
+-- order gives. It returns how many keys it was to delete were not there
+-- (the caller refuses a flush cycle that meets one: another cycle closed
+-- that window first).
 CREATE OR REPLACE FUNCTION queen.streams_apply(p_query uuid, p_part uuid, p_keys text[], p_values jsonb[])
-RETURNS void
+RETURNS integer
 LANGUAGE sql AS $$
     WITH last AS MATERIALIZED (
         SELECT DISTINCT ON (u.key) u.key, u.value
@@ -123,10 +125,13 @@ LANGUAGE sql AS $$
     ), gone AS (
         DELETE FROM queen_streams.state s USING last l
          WHERE l.value IS NULL AND s.partition_id = p_part AND s.query_id = p_query AND s.key = l.key
+        RETURNING s.key
+    ), put AS (
+        INSERT INTO queen_streams.state AS s (partition_id, query_id, key, value, updated_at)
+        SELECT p_part, p_query, l.key, l.value, now() FROM last l WHERE l.value IS NOT NULL
+        ON CONFLICT (partition_id, query_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
     )
-    INSERT INTO queen_streams.state AS s (partition_id, query_id, key, value, updated_at)
-    SELECT p_part, p_query, l.key, l.value, now() FROM last l WHERE l.value IS NOT NULL
-    ON CONFLICT (partition_id, query_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+    SELECT ((SELECT count(*) FROM last l WHERE l.value IS NULL) - (SELECT count(*) FROM gone))::integer
 $$;
 
 -- streams_ack is a cycle's source ack: the message p_txid of p_part must lie

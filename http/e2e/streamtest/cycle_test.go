@@ -424,3 +424,32 @@ func TestStreams_OperatorsSeeQueriesAndCycleCounters(t *testing.T) {
 		t.Fatalf("after reset the query is %s, want %s still", got, q)
 	}
 }
+
+// Issue 42 "all or nothing", the runtimes' idle window flush: a cycle
+// without an ack emits the windows whose state it read and deletes them;
+// when another cycle deleted one of those rows since (it emitted that
+// window first), the flush is refused whole, so the window reaches the sink
+// once.
+func TestCycle_AFlushOfAWindowAnotherCycleClosedIsRefused(t *testing.T) {
+	t.Parallel()
+	s := shared(t)
+	src, sink := e2e.Unique(t, "flush-src"), e2e.Unique(t, "flush-sink")
+	s.PushN(t, src, "p", 1)
+	q := register(t, s, e2e.Unique(t, "flush-q"), src, sink)
+	pid := e2e.PartitionID(t, src, "p")
+	cycle := func(ops ...map[string]any) *e2e.Response {
+		return s.Post(t, "/streams/v1/cycle", map[string]any{"query_id": q, "partition_id": pid, "state_ops": ops,
+			"push_items": []any{map[string]any{"queue": sink, "partition": "p", "payload": map[string]any{"window": "w1"}}}, "ack": nil})
+	}
+	if r := s.Post(t, "/streams/v1/cycle", map[string]any{"query_id": q, "partition_id": pid,
+		"state_ops": []any{map[string]any{"type": "upsert", "key": "w1", "value": 3}}}); r.Status != 200 {
+		t.Fatalf("opening the window: %d %s", r.Status, r.Body)
+	}
+	if r := cycle(map[string]any{"type": "delete", "key": "w1"}); r.Status != 200 {
+		t.Fatalf("the first flush: %d %s", r.Status, r.Body)
+	}
+	wantCycleRefused(t, cycle(map[string]any{"type": "delete", "key": "w1"}), http.StatusConflict, "gone")
+	if n := sinkCount(t, sink); n != 1 {
+		t.Fatalf("the sink holds the window %d times, want once", n)
+	}
+}
