@@ -46,6 +46,9 @@ type Store interface {
 	AckClaim(ctx context.Context, items []queengo.AckItem, claims []queengo.ClaimParams) ([]queengo.AckResult, []queengo.ClaimResult, error)
 	AckExtend(ctx context.Context, items []queengo.AckItem, extends []queengo.LeaseExtend) ([]queengo.AckResult, []queengo.LeaseExtension, error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
+	RegisterStream(ctx context.Context, r queengo.StreamRegistration) (queengo.StreamRegistered, error)
+	StreamState(ctx context.Context, f queengo.StateFilter) ([]queengo.StateRow, error)
+	Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResult, error)
 }
 
 // Backoff is the long-poll re-check schedule of docs/pop-routes.md: a parked pop

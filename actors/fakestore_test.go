@@ -210,3 +210,15 @@ func deliverOwn(claims []queengo.ClaimParams) []queengo.ClaimResult {
 var readyPartition = uuid.NewSHA1(uuid.NameSpaceOID, []byte("ready"))
 
 var errBadClaim = errors.New("value out of range for type integer")
+
+func (f *fakeStore) RegisterStream(context.Context, queengo.StreamRegistration) (queengo.StreamRegistered, error) {
+	return queengo.StreamRegistered{}, nil
+}
+
+func (f *fakeStore) StreamState(context.Context, queengo.StateFilter) ([]queengo.StateRow, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) Cycle(context.Context, *queengo.Cycle) (queengo.CycleResult, error) {
+	return queengo.CycleResult{}, nil
+}

@@ -59,6 +59,7 @@ func init() {
 		{"admin", "seed queues, partitions, groups and messages, then time every status and admin GET route", cmdAdmin},
 		{"retention", "push and pop on a live queue, alone and while retention deletes a big backlog", cmdRetention},
 		{"buffer", "push into the file buffer under push maintenance, then time its replay (issue 13)", cmdBuffer},
+		{"streams", "a tumbling-window sum keyed by partition over the streams routes: events/s and cycle latency (issue 42)", cmdStreams},
 	}
 }
 

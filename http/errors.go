@@ -178,6 +178,8 @@ func missingEntry(m *queengo.MissingError) apiError {
 		return errPartitionNotFound
 	case queengo.MissingGroup:
 		return errGroupNotFound
+	case queengo.MissingQuery:
+		return errStreamQueryNotFound
 	}
 	return errNotFound
 }
@@ -191,6 +193,45 @@ func errTxConflict(f queengo.AckFailure) apiError {
 		reason = "Unknown error"
 	}
 	return apiError{fasthttp.StatusConflict, "transaction_conflict", "ACK operation failed: " + reason}
+}
+
+// Streams (http/streams.go). The field errors name the field as the SDKs
+// send it (snake_case, an element by its index: state_ops[2].value).
+var (
+	errStreamBodyObject    = apiError{fasthttp.StatusBadRequest, "stream_body_not_object", "the body must be a JSON object"}
+	errStreamQueryNotFound = apiError{fasthttp.StatusNotFound, "stream_query_not_found", "query_id is not a registered query"}
+	errStreamNotFound      = apiError{fasthttp.StatusNotFound, "stream_not_found", "stream query not found"}
+	// A flush cycle (no ack) that deletes a state row another cycle deleted
+	// after the flush read it: that cycle emitted the window already.
+	errCycleStateGone = apiError{fasthttp.StatusConflict, "stream_cycle_state_gone",
+		"cycle refused, nothing applied: a state row it deletes is gone (another cycle closed it first)"}
+	// The SDKs look for the 409 and tell the user about reset.
+	errStreamHashMismatch = apiError{fasthttp.StatusConflict, "stream_config_hash_mismatch",
+		"config_hash mismatch: the query's operator chain changed. Pass reset:true to wipe its state, or use a new query name."}
+)
+
+func errStreamField(field, msg string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "stream_field_invalid", field + " " + msg}
+}
+
+func errStreamOpType(field, got string) apiError {
+	return apiError{fasthttp.StatusBadRequest, "stream_op_type_unknown", field + " must be upsert or delete, got " + got}
+}
+
+func errStateValueTooLarge(field string) apiError {
+	return apiError{fasthttp.StatusRequestEntityTooLarge, "stream_state_value_too_large",
+		fmt.Sprintf("%s must be at most %d bytes of JSON", field, queengo.MaxStateValueLen)}
+}
+
+// errCycleRefused is a cycle whose ack did not hold (409, nothing applied):
+// the lease ended or another worker holds it now, or the message is gone.
+// The SDK pops again and recomputes.
+func errCycleRefused(f queengo.AckFailure) apiError {
+	reason := failureText(f)
+	if reason == "" {
+		reason = "Unknown error"
+	}
+	return apiError{fasthttp.StatusConflict, "stream_cycle_refused", "cycle refused, nothing applied: ack failed: " + reason}
 }
 
 // The admin routes' own refusals, by area.
@@ -361,6 +402,7 @@ var typedErrors = []struct {
 	{queengo.ErrNotFound, errRowMissing, errPopFailed},
 	{queengo.ErrConflict, errTxConflict(""), errPopFailed},
 	{queengo.ErrQueueFull, errQueueFull, errPopFailed},
+	{queengo.ErrStreamHashMismatch, errStreamHashMismatch, errPopFailed},
 	{queengo.ErrEncryptionUnavailable, errEncryptionUnavailable, errPopFailed},
 	{queengo.ErrEncryptionKeyUnknown, errEncryptionKeyUnknown, errPopEncryptionKeyUnknown},
 	{queengo.ErrQueueChanged, errQueueChanged, errPopFailed},
@@ -377,6 +419,13 @@ func failure(err error) apiError {
 	var c *queengo.ConflictError
 	if errors.As(err, &c) {
 		return errTxConflict(c.Failure)
+	}
+	var r *queengo.CycleRefusedError
+	if errors.As(err, &r) {
+		if r.StateGone {
+			return errCycleStateGone
+		}
+		return errCycleRefused(r.Failure)
 	}
 	var m *queengo.MissingError
 	if errors.As(err, &m) {

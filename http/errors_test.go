@@ -93,7 +93,7 @@ func TestTypedErrorsCoverPackageQueengo(t *testing.T) {
 		}
 	}
 	// The error types failure unwraps (errors.As) before the rows.
-	known := []string{"ConflictError", "MissingError"}
+	known := []string{"ConflictError", "CycleRefusedError", "MissingError"}
 	for _, name := range types {
 		if !slices.Contains(known, name) {
 			t.Errorf("queengo.%s is not mapped by failure", name)

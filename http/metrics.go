@@ -20,6 +20,8 @@ type serverMetrics struct {
 	popRequests, popMessages, popEmpty, popErrors          *metrics.Counter
 	ackRequests, ackItems, ackFailed                       *metrics.Counter
 	transactions, deadLettered                             *metrics.Counter
+	cyclesCommitted, cyclesRefused                         *metrics.Counter
+	cycleDuration                                          *metrics.PrometheusHistogram
 	pushDuration, popDuration, ackDuration                 *metrics.PrometheusHistogram
 }
 
@@ -38,9 +40,14 @@ func newServerMetrics(set *metrics.Set) serverMetrics {
 		ackFailed:      set.NewCounter(`queengo_ack_item_failures_total`),
 		transactions:   set.NewCounter(`queengo_transactions_total`),
 		deadLettered:   set.NewCounter(`queengo_dead_lettered_messages_total`),
-		pushDuration:   set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets),
-		popDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets),
-		ackDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets),
+		// A refused cycle changed nothing: bad input, an ack that did not
+		// hold, a missing query or partition, a database failure.
+		cyclesCommitted: set.NewCounter(`queengo_stream_cycles_total{result="committed"}`),
+		cyclesRefused:   set.NewCounter(`queengo_stream_cycles_total{result="refused"}`),
+		cycleDuration:   set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="stream_cycle"}`, secondsBuckets),
+		pushDuration:    set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="push"}`, secondsBuckets),
+		popDuration:     set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="pop"}`, secondsBuckets),
+		ackDuration:     set.NewPrometheusHistogramExt(`queengo_request_duration_seconds{route="ack"}`, secondsBuckets),
 	}
 }
 

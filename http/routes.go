@@ -72,7 +72,7 @@ func (s *Server) routes() []route {
 	}
 	// The admin areas keep their routes beside their handlers; register
 	// checks their levels all the same.
-	return slices.Concat(core, s.groupRoutes(), s.resourceRoutes(), s.statusRoutes(), s.traceRoutes(), s.maintenanceRoutes(), s.dashboardRoutes())
+	return slices.Concat(core, s.groupRoutes(), s.resourceRoutes(), s.statusRoutes(), s.traceRoutes(), s.maintenanceRoutes(), s.streamRoutes(), s.streamAdminRoutes(), s.dashboardRoutes())
 }
 
 // register adds every route of table to r, each behind the check of its

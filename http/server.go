@@ -31,6 +31,7 @@ type Broker interface {
 	StatusAdmin
 	TraceAdmin
 	MaintenanceAdmin
+	StreamAdmin
 	Push(ctx context.Context, items []queengo.PushItem) ([]queengo.PushResult, error)
 	Pop(ctx context.Context, req *queengo.PopRequest) (queengo.PopResult, error)
 	// Abandon ends the lease of a pop's answer that its client will not
@@ -39,6 +40,9 @@ type Broker interface {
 	Ack(ctx context.Context, items []queengo.AckItem) ([]queengo.AckResult, error)
 	ExtendLease(ctx context.Context, lease uuid.UUID, seconds int) (expiresAt string, failure queengo.AckFailure, err error)
 	Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error)
+	RegisterStream(ctx context.Context, r queengo.StreamRegistration) (queengo.StreamRegistered, error)
+	StreamState(ctx context.Context, f queengo.StateFilter) ([]queengo.StateRow, error)
+	Cycle(ctx context.Context, cy *queengo.Cycle) (queengo.CycleResult, error)
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
 	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
 	PopMaintenance(ctx context.Context) (bool, error)

@@ -18,72 +18,28 @@ import (
 func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.TxResult, error) {
 	out := make([]queengo.TxResult, len(ops))
 	err := s.withTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		// Pushes: one segment per partition, in operation order.
-		queues := map[string]queengo.Queue{}
-		parts := map[[2]string]int{}
-		var segs []queengo.Segment
-		type ref struct{ op, seg, frame int }
-		var refs []ref
+		var pushes []*queengo.PushItem
+		var at []int
 		for i, op := range ops {
-			if op.Push == nil {
-				continue
+			if op.Push != nil {
+				pushes = append(pushes, op.Push)
+				at = append(at, i)
 			}
-			p := op.Push
-			q, ok := queues[p.Queue]
-			if !ok {
-				var err error
-				if q, err = ensureQueue(ctx, tx, p.Queue); err != nil {
-					return err
-				}
-				queues[p.Queue] = q
-			}
-			k := [2]string{p.Queue, p.Partition}
-			si, ok := parts[k]
-			if !ok {
-				pid, err := ensurePartition(ctx, tx, q.ID, p.Partition, s.citus.Load())
-				if err != nil {
-					return err
-				}
-				si = len(segs)
-				parts[k] = si
-				segs = append(segs, queengo.Segment{Partition: pid, Seal: q.Options.EncryptionEnabled})
-			}
-			dupOf := -1
-			for j, f := range segs[si].Frames {
-				if f.TransactionID == p.TransactionID {
-					dupOf = j
-				}
-			}
-			r := &out[i].Push
-			r.TransactionID, r.PartitionID, r.TraceID = p.TransactionID, segs[si].Partition, p.TraceID
-			if dupOf >= 0 {
-				r.Status, r.MessageID = queengo.PushDuplicate, segs[si].Frames[dupOf].ID
-				continue
-			}
-			refs = append(refs, ref{op: i, seg: si, frame: len(segs[si].Frames)})
-			segs[si].Frames = append(segs[si].Frames, p.Frame)
 		}
-		if len(segs) > 0 {
-			dups, err := appendSegments(ctx, tx, segs, s.seal)
-			if err != nil {
-				return err
-			}
-			for _, rf := range refs {
-				r := &out[rf.op].Push
-				if d := dups[rf.seg][rf.frame]; d != uuid.Nil {
-					r.Status, r.MessageID = queengo.PushDuplicate, d
-				} else {
-					r.Status, r.MessageID = queengo.PushQueued, segs[rf.seg].Frames[rf.frame].ID
-				}
-			}
+		res, err := s.pushInTx(ctx, tx, pushes)
+		if err != nil {
+			return err
+		}
+		for k, r := range res {
+			out[at[k]].Push = r
 		}
 		// Acks.
 		var items []queengo.AckItem
-		var at []int
+		var ackAt []int
 		for i, op := range ops {
 			if op.Ack != nil {
 				items = append(items, *op.Ack)
-				at = append(at, i)
+				ackAt = append(ackAt, i)
 			}
 		}
 		if len(items) > 0 {
@@ -92,9 +48,9 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 				return err
 			}
 			for k, r := range res {
-				out[at[k]].Ack = r
+				out[ackAt[k]].Ack = r
 				if !r.Success {
-					return &queengo.ConflictError{Op: at[k], Failure: r.Failure}
+					return &queengo.ConflictError{Op: ackAt[k], Failure: r.Failure}
 				}
 			}
 		}
@@ -104,6 +60,92 @@ func (s *Store) Transaction(ctx context.Context, ops []queengo.TxOp) ([]queengo.
 		return nil, fmt.Errorf("error in transaction: %w", err)
 	}
 	return out, nil
+}
+
+// pushInTx stores the items in tx, one segment per partition in item order,
+// creating queues and partitions as a push does, and answers per item:
+// queued, or duplicate (of an earlier item of the call or of a stored
+// message with its transaction id). A frame its queue has no room for fails
+// the call with an error wrapping queengo.ErrQueueFull: tx must roll back.
+func (s *Store) pushInTx(ctx context.Context, tx pgx.Tx, items []*queengo.PushItem) ([]queengo.PushResult, error) {
+	plan, err := planPush(ctx, tx, items, s.citus.Load())
+	if err != nil || len(plan.segs) == 0 {
+		return plan.out, err
+	}
+	dups, err := appendSegments(ctx, tx, plan.segs, s.seal)
+	if err != nil {
+		return nil, err
+	}
+	return plan.results(dups), nil
+}
+
+// pushPlan is pushInTx's items cut into segments, before the write.
+type pushPlan struct {
+	out  []queengo.PushResult
+	segs []queengo.Segment
+	refs []pushRef
+}
+
+// pushRef places an item that goes to the write: segment seg, frame frame.
+type pushRef struct{ item, seg, frame int }
+
+// planPush creates the items' queues and partitions in tx (with the Citus
+// mode's partition ids when citus) and cuts the items into one segment per
+// partition; an item repeating a transaction id of an earlier one of its
+// partition is answered duplicate at once.
+func planPush(ctx context.Context, tx pgx.Tx, items []*queengo.PushItem, citus bool) (*pushPlan, error) {
+	plan := &pushPlan{out: make([]queengo.PushResult, len(items))}
+	queues := map[string]queengo.Queue{}
+	parts := map[[2]string]int{}
+	for i, p := range items {
+		q, ok := queues[p.Queue]
+		if !ok {
+			var err error
+			if q, err = ensureQueue(ctx, tx, p.Queue); err != nil {
+				return nil, err
+			}
+			queues[p.Queue] = q
+		}
+		k := [2]string{p.Queue, p.Partition}
+		si, ok := parts[k]
+		if !ok {
+			pid, err := ensurePartition(ctx, tx, q.ID, p.Partition, citus)
+			if err != nil {
+				return nil, err
+			}
+			si = len(plan.segs)
+			parts[k] = si
+			plan.segs = append(plan.segs, queengo.Segment{Partition: pid, Seal: q.Options.EncryptionEnabled})
+		}
+		dupOf := -1
+		for j, f := range plan.segs[si].Frames {
+			if f.TransactionID == p.TransactionID {
+				dupOf = j
+			}
+		}
+		r := &plan.out[i]
+		r.TransactionID, r.PartitionID, r.TraceID = p.TransactionID, plan.segs[si].Partition, p.TraceID
+		if dupOf >= 0 {
+			r.Status, r.MessageID = queengo.PushDuplicate, plan.segs[si].Frames[dupOf].ID
+			continue
+		}
+		plan.refs = append(plan.refs, pushRef{item: i, seg: si, frame: len(plan.segs[si].Frames)})
+		plan.segs[si].Frames = append(plan.segs[si].Frames, p.Frame)
+	}
+	return plan, nil
+}
+
+// results completes the answers with the write's duplicates (appendSegments).
+func (plan *pushPlan) results(dups [][]uuid.UUID) []queengo.PushResult {
+	for _, rf := range plan.refs {
+		r := &plan.out[rf.item]
+		if d := dups[rf.seg][rf.frame]; d != uuid.Nil {
+			r.Status, r.MessageID = queengo.PushDuplicate, d
+		} else {
+			r.Status, r.MessageID = queengo.PushQueued, plan.segs[rf.seg].Frames[rf.frame].ID
+		}
+	}
+	return plan.out
 }
 
 // ListDeadLetters returns one page of dead letters, newest failure first,

@@ -226,3 +226,30 @@ func exec(dsn, sql string, args ...any) error {
 	_, err = c.Exec(ctx, sql, args...)
 	return err
 }
+
+// Hold runs sql in a transaction on a connection of its own and keeps the
+// transaction open, with the locks it took, until release is called (which
+// commits and closes the connection): for a test that makes the broker meet
+// a lock.
+func (d *Database) Hold(sql string, args ...any) (release func() error, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, d.URL)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := c.Begin(ctx)
+	if err == nil {
+		_, err = tx.Exec(ctx, sql, args...)
+	}
+	if err != nil {
+		_ = c.Close(ctx)
+		return nil, err
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		defer c.Close(ctx)
+		return tx.Commit(ctx)
+	}, nil
+}

@@ -168,7 +168,9 @@ $$;
 -- longer resolve their offsets (unresolve_dead_letters). The group's next pop
 -- is a first contact (D6). missing is 'queue' or 'group' (the group has
 -- neither a cursor nor a record there) when nothing was done; queues and
--- partitions name the cursors deleted, in partition id order.
+-- partitions name the cursors deleted, in partition id order. The state
+-- rows of the stream queries whose cycles ack with the group go with its
+-- cursors, partition by partition.
 --
 -- Locks (docs/storage.md, "Lock order"): the subscription records
 -- first, as a claim round writes them before cursors; then the cursor rows
@@ -200,6 +202,17 @@ BEGIN
         v_subs := EXISTS (SELECT 1 FROM queen.subscriptions s
                            WHERE s.consumer_group = p_group AND (v_qid IS NULL OR s.queue_id = v_qid));
     END IF;
+    -- Stream queries consuming with the group (queen_streams.queries.
+    -- consumer_group): their cycles' serialisation points first, as a cycle
+    -- takes its own before any row, so a cycle and this never wait for each
+    -- other's rows.
+    PERFORM pg_advisory_xact_lock(x'7173'::integer, hashtext(l.qid::text || l.pid::text))
+       FROM (SELECT sq.id AS qid, c.partition_id AS pid
+               FROM queen_streams.queries sq
+               JOIN queen.cursors c ON c.consumer_group = sq.consumer_group
+               JOIN queen.partitions p ON p.id = c.partition_id
+              WHERE sq.consumer_group = p_group AND (v_qid IS NULL OR p.queue_id = v_qid)
+              ORDER BY sq.id, c.partition_id) l;
     SELECT coalesce(array_agg(l.qname ORDER BY l.pid), '{}'), coalesce(array_agg(l.pid ORDER BY l.pid), '{}')
       INTO queues, partitions
       FROM (SELECT c.partition_id AS pid, q.name AS qname
@@ -216,6 +229,11 @@ BEGIN
     DELETE FROM queen.attempts a WHERE a.partition_id = ANY (partitions) AND a.consumer_group = p_group;
     PERFORM queen.unresolve_dead_letters(p_group, partitions, 0);
     DELETE FROM queen.cursors c WHERE c.partition_id = ANY (partitions) AND c.consumer_group = p_group;
+    -- The state the group's stream queries built from these partitions:
+    -- the group starts over, and so does their state (docs/retention.md
+    -- "Streams").
+    DELETE FROM queen_streams.state s USING queen_streams.queries sq
+     WHERE sq.consumer_group = p_group AND s.query_id = sq.id AND s.partition_id = ANY (partitions);
 END;
 $$;
 

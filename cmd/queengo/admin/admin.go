@@ -31,6 +31,7 @@ type Store interface {
 	ResourceStore
 	StatusStore
 	TraceStore
+	StreamStore
 	jobs.FiguresStore
 	Configure(ctx context.Context, name, namespace, task string, o queengo.QueueOptions) (queengo.Queue, uuid.UUID, error)
 	DeleteQueue(ctx context.Context, name string) (bool, error)

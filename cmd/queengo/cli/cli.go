@@ -66,7 +66,7 @@ const TimeoutDefault = 30 * time.Second
 
 // Commands are the first arguments main hands to Main; anything else is the
 // server's (no argument, its flags, or migrate).
-var Commands = []string{"queues", "queue", "groups", "seek", "dlq", "push", "tail", "help"}
+var Commands = []string{"queues", "queue", "groups", "seek", "dlq", "push", "tail", "streams", "help"}
 
 // IsCommand reports whether arg, the first command-line argument, names a
 // command of this package.
@@ -166,7 +166,7 @@ Exit codes: 0 ok, 1 usage or bad input, 2 the server refused the request (4xx),
 	pf.StringVar(&a.token, "token", a.env.Getenv("QUEENGO_TOKEN"), "bearer token when the broker has JWT_ENABLED (env QUEENGO_TOKEN)")
 	pf.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	pf.DurationVar(&a.timeout, "timeout", TimeoutDefault, "bound of each HTTP request")
-	root.AddCommand(a.queuesCmd(), a.queueCmd(), a.groupsCmd(), a.seekCmd(), a.dlqCmd(), a.pushCmd(), a.tailCmd())
+	root.AddCommand(a.queuesCmd(), a.queueCmd(), a.groupsCmd(), a.seekCmd(), a.dlqCmd(), a.pushCmd(), a.tailCmd(), a.streamsCmd())
 	return root
 }
 

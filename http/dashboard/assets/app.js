@@ -1,5 +1,5 @@
 // The queengo dashboard: one page, hash-routed (#/, #/queues, #/queues/NAME,
-// #/groups, #/message/PARTITION/TXID, #/traces, #/traces/NAME, #/analytics,
+// #/groups, #/message/PARTITION/TXID, #/traces, #/traces/NAME, #/streams, #/streams/NAME, #/analytics,
 // #/system), that reads only the public HTTP API
 // (docs/api.md) with the token the user gives it. Preact renders, htm
 // stands in for JSX (no build step), uPlot draws the charts. This module is
@@ -16,6 +16,7 @@ import { Message, MessageLookup } from './pages/message.js';
 import { Overview } from './pages/overview.js';
 import { Queue } from './pages/queue.js';
 import { Queues } from './pages/queues.js';
+import { Stream, Streams } from './pages/streams.js';
 import { System } from './pages/system.js';
 import { TokenForm } from './pages/token.js';
 import { Trace, Traces } from './pages/traces.js';
@@ -31,7 +32,7 @@ function useRoute() {
   return parts;
 }
 
-const NAV = [['', 'Overview'], ['queues', 'Queues'], ['groups', 'Consumer groups'], ['message', 'Message'], ['traces', 'Traces'], ['analytics', 'Analytics'], ['system', 'System']];
+const NAV = [['', 'Overview'], ['queues', 'Queues'], ['groups', 'Consumer groups'], ['message', 'Message'], ['traces', 'Traces'], ['streams', 'Streams'], ['analytics', 'Analytics'], ['system', 'System']];
 
 function App() {
   const route = useRoute();
@@ -75,6 +76,8 @@ function App() {
   else if (page === 'message') body = html`<${MessageLookup} />`;
   else if (page === 'traces' && args[0]) body = html`<${Trace} key=${args[0]} name=${args[0]} />`;
   else if (page === 'traces') body = html`<${Traces} />`;
+  else if (page === 'streams' && args[0]) body = html`<${Stream} key=${args[0]} name=${args[0]} />`;
+  else if (page === 'streams') body = html`<${Streams} />`;
   else if (page === 'analytics') body = html`<${Analytics} />`;
   else if (page === 'system') body = html`<${System} />`;
   else body = html`<p class="error">No such page. <a href="#/">Overview</a></p>`;

@@ -27,6 +27,11 @@ func probes(queue string) []probe {
 		{"RO", "GET", "/api/v1/messages/" + uuid.NewString() + "/tx-1", nil},
 		{"RW", "POST", "/api/v1/push", push},
 		{"RW", "GET", e2e.PopQueue(queue), nil},
+		// The streams routes (issue 42): the SDKs' runtimes send them with
+		// the data path's token.
+		{"RW", "POST", "/streams/v1/queries", map[string]any{"name": queue, "source_queue": queue, "config_hash": "h"}},
+		{"RW", "POST", "/streams/v1/state/get", map[string]any{"query_id": uuid.NewString(), "partition_id": uuid.NewString()}},
+		{"RW", "POST", "/streams/v1/cycle", map[string]any{"query_id": uuid.NewString(), "partition_id": uuid.NewString()}},
 		{"ADM", "GET", "/api/v1/system/maintenance/pop", nil},
 	}
 }
@@ -92,6 +97,9 @@ func TestNoTokenIs401OnEveryNonPublicRoute(t *testing.T) {
 		{"RW", "POST", "/api/v1/ack/batch", map[string]any{}},
 		{"RW", "POST", "/api/v1/lease/" + id + "/extend", nil},
 		{"RW", "POST", "/api/v1/transaction", map[string]any{}},
+		{"RW", "POST", "/streams/v1/queries", map[string]any{}},
+		{"RW", "POST", "/streams/v1/state/get", map[string]any{}},
+		{"RW", "POST", "/streams/v1/cycle", map[string]any{}},
 		{"RO", "GET", "/api/v1/dlq", nil},
 		{"RW", "POST", "/api/v1/dlq/" + id + "/requeue", nil},
 		{"RW", "DELETE", "/api/v1/dlq/" + id, nil},
