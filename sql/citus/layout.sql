@@ -29,6 +29,7 @@ INSERT INTO queen.citus_layout (ord, tbl, kind, dist_col) VALUES
     (20,  'queen.subscriptions',    'reference',   NULL),
     (30,  'queen.system_state',     'reference',   NULL),
     (40,  'queen.metrics_samples',  'local',       NULL),
+    (50,  'queen_streams.queries',  'reference',   NULL),
     (100, 'queen.partitions',       'distributed', 'id'),
     (110, 'queen.segments',         'distributed', 'partition_id'),
     (120, 'queen.txids',            'distributed', 'partition_id'),
@@ -38,7 +39,8 @@ INSERT INTO queen.citus_layout (ord, tbl, kind, dist_col) VALUES
     (160, 'queen.tombstones',       'distributed', 'partition_id'),
     (170, 'queen.traces',           'distributed', 'partition_id'),
     (180, 'queen.trace_names',      'distributed', 'partition_id'),
-    (190, 'queen.trace_name_stats', 'distributed', 'partition_id')
+    (190, 'queen.trace_name_stats', 'distributed', 'partition_id'),
+    (200, 'queen_streams.state',    'distributed', 'partition_id')
 ON CONFLICT (ord) DO UPDATE SET tbl = EXCLUDED.tbl, kind = EXCLUDED.kind, dist_col = EXCLUDED.dist_col;
 
 -- Constraints Citus cannot keep across shards, re-designed before the
