@@ -93,6 +93,23 @@ func TestSDKAdmin_JSAdminAnswersAsTheSDKExpects(t *testing.T) {
 	wantEveryCallOK(t, exec.Command("node", "admin.mjs", filepath.Join(dir, "client-js/client-v2/index.js"), s.URL), 34)
 }
 
+// TestSDKAdmin_PythonAdminAnswersAsTheSDKExpects: every method of the
+// Python SDK's Admin answers, with the same data and checks as the JS
+// one's (admin.py).
+func TestSDKAdmin_PythonAdminAnswersAsTheSDKExpects(t *testing.T) {
+	t.Parallel()
+	dir := kit(t, "client-py/queen/admin/admin.py")
+	python := os.Getenv("QUEEN_SDK_PYTHON")
+	if python == "" {
+		python = "/usr/bin/python3"
+	}
+	if _, err := exec.LookPath(python); err != nil {
+		t.Skipf("no %s: %v", python, err)
+	}
+	s := e2e.Shared(t)
+	wantEveryCallOK(t, exec.Command(python, "admin.py", filepath.Join(dir, "client-py"), s.URL), 34)
+}
+
 // TestSDKAdmin_GoAdminDecodesEveryAnswer: every method of the Go SDK's
 // Admin decodes its answer into the value it declares (a JSON object for
 // most), but RetryMessage, MoveMessageToDLQ and ClearQueue, which the SDK
